@@ -1,0 +1,2 @@
+-- Placeholder; the schema is written in its own change.
+SELECT 1;

@@ -1,0 +1,85 @@
+#pragma once
+/// The engine's configuration: defaults from config/fulltime.json (compiled in), overridden by
+/// a file given with --config and then by FULLTIME_* environment variables.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+namespace fulltime {
+
+/// Holds the settings of one connection pool.
+struct pool_settings {
+    std::size_t size_max = 0;        ///< connections the pool may open
+    std::size_t queue_max = 0;       ///< waiters beyond which acquire fails at once
+    std::int64_t wait_ms_max = 0;    ///< longest an acquire waits for a connection
+};
+
+/// Holds settings shared by every database connection.
+struct database_settings {
+    std::string url;                  ///< libpq conninfo or URI; empty: embedded cluster
+    std::string read_url;             ///< for the `read` pool; empty: same as url
+    std::int64_t connect_timeout_ms = 0;
+    std::int64_t statement_timeout_ms = 0;  ///< applied per transaction with SET LOCAL
+    std::int64_t query_timeout_ms = 0;      ///< client-side deadline on one round trip
+    pool_settings placement;
+    pool_settings settlement;
+    pool_settings read;
+    pool_settings background;
+};
+
+/// Holds settings of the private cluster `fulltime serve` starts when no url is configured.
+struct embedded_settings {
+    std::string bin_dir;              ///< PostgreSQL server binaries (initdb, pg_ctl, postgres)
+    std::int64_t start_timeout_ms = 0;
+    std::string run_as_user;          ///< cluster owner when the engine runs as root
+};
+
+/// Holds settings of the HTTP/WebSocket gateway.
+struct gateway_settings {
+    std::string host;
+    std::uint16_t port = 0;
+    std::size_t connections_max = 0;
+    std::size_t frame_bytes_max = 0;
+    std::size_t inflight_per_connection_max = 0;
+    std::int64_t handshake_timeout_ms = 0;
+    std::int64_t idle_timeout_ms = 0;
+    std::int64_t shutdown_deadline_ms = 0;
+};
+
+/// Holds settings of the actor system.
+struct actor_settings {
+    std::size_t scheduler_threads = 0;  ///< 0: CAF's default (one per core)
+    std::int64_t request_timeout_ms = 0; ///< deadline of a gateway-to-actor request
+};
+
+/// Holds the whole configuration, validated.
+struct config {
+    std::string state_dir;
+    std::string token_secret;         ///< empty: read or create <state_dir>/token_secret
+    std::string log_level;            ///< "debug", "info", "warn" or "error"
+    database_settings database;
+    embedded_settings embedded;
+    gateway_settings gateway;
+    actor_settings actors;
+};
+
+/// Signals a configuration that cannot be used; what() is one line naming the key and why.
+class config_error : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+/// Loads the configuration: compiled-in defaults, then the file at `path` (if any), then the
+/// FULLTIME_* variables of `environment`. Throws config_error on unknown keys, wrong types,
+/// values out of bounds, or a file that cannot be read.
+config load_config(const std::optional<std::string>& path,
+                   const std::map<std::string, std::string>& environment);
+
+/// Returns the FULLTIME_* variables of this process's environment.
+std::map<std::string, std::string> process_environment();
+
+}  // namespace fulltime

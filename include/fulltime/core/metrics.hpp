@@ -1,0 +1,74 @@
+#pragma once
+/// A small Prometheus metrics registry: counters and gauges registered once at startup, updated
+/// lock-free, and collectors that append computed series (pool gauges) at scrape time.
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace fulltime::metrics {
+
+/// Counts events; only ever increases.
+class counter {
+public:
+    /// Adds n.
+    void inc(std::uint64_t n = 1) noexcept { value_.fetch_add(n, std::memory_order_relaxed); }
+    /// Returns the current value.
+    std::uint64_t value() const noexcept { return value_.load(std::memory_order_relaxed); }
+
+private:
+    std::atomic<std::uint64_t> value_{0};
+};
+
+/// Holds a value that goes up and down.
+class gauge {
+public:
+    /// Sets the value.
+    void set(std::int64_t v) noexcept { value_.store(v, std::memory_order_relaxed); }
+    /// Adds d (may be negative).
+    void add(std::int64_t d) noexcept { value_.fetch_add(d, std::memory_order_relaxed); }
+    /// Returns the current value.
+    std::int64_t value() const noexcept { return value_.load(std::memory_order_relaxed); }
+
+private:
+    std::atomic<std::int64_t> value_{0};
+};
+
+/// Appends Prometheus text lines for series computed at scrape time.
+using collector = std::function<void(std::string& out)>;
+
+/// Owns the metrics of one engine instance. Registration happens at startup; references
+/// returned stay valid for the registry's lifetime.
+class registry {
+public:
+    /// Registers a counter. `labels` is either empty or a Prometheus label set without braces,
+    /// e.g. `path="/v1/bets"`. Series sharing a name share one HELP/TYPE header.
+    counter& make_counter(std::string name, std::string help, std::string labels = {});
+    /// Registers a gauge, as make_counter.
+    gauge& make_gauge(std::string name, std::string help, std::string labels = {});
+    /// Adds a collector called on every render.
+    void add_collector(collector c);
+    /// Returns every series in the Prometheus text exposition format (version 0.0.4).
+    std::string render() const;
+
+private:
+    struct series {
+        std::string name;
+        std::string help;
+        std::string labels;
+        bool is_counter = false;
+        counter* c = nullptr;
+        gauge* g = nullptr;
+    };
+    mutable std::mutex mutex_;
+    std::deque<counter> counters_;
+    std::deque<gauge> gauges_;
+    std::vector<series> series_;
+    std::vector<collector> collectors_;
+};
+
+}  // namespace fulltime::metrics

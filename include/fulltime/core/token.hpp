@@ -1,0 +1,50 @@
+#pragma once
+/// HMAC-SHA256 signed bearer tokens (DESIGN.md, "Tokens").
+///
+/// Text form: "ft1.<payload>.<signature>", both parts unpadded base64url. The payload is compact
+/// JSON: {"k":"account","a":42,"e":1767225600} for a bet client, {"k":"producer","p":"feed-1",
+/// "e":...} for a producer, {"k":"admin","e":...} for the operator; "e" is the expiry in Unix
+/// seconds. The signature is HMAC-SHA256(secret, "ft1." + payload) and is compared in constant
+/// time before the payload is parsed.
+
+#include <boost/system/result.hpp>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace fulltime::token {
+
+/// Names who a token speaks for.
+enum class kind { account = 1, producer, admin };
+
+/// Holds what a token asserts.
+struct claims {
+    token::kind kind = kind::account;
+    std::int64_t account_id = 0;  ///< for kind::account
+    std::string producer;         ///< for kind::producer
+    std::int64_t expires_at_s = 0;
+};
+
+/// Names why a token was refused.
+enum class verify_error {
+    malformed = 1,   ///< not three parts, bad base64url, too long, bad payload
+    bad_signature,
+    expired,
+};
+
+/// Returns a short English explanation of a verify error.
+std::string_view describe(verify_error e) noexcept;
+
+/// Returns the token text for `c`, signed with `secret`.
+std::string sign(const claims& c, std::string_view secret);
+
+/// Checks the signature (constant time) and the expiry against `now_s`, then returns the
+/// claims.
+boost::system::result<claims, verify_error> verify(std::string_view text, std::string_view secret,
+                                                   std::int64_t now_s);
+
+/// Throws a verify error as std::invalid_argument; used by boost::system::result::value().
+[[noreturn]] void throw_exception_from_error(verify_error e, const boost::source_location& loc);
+
+}  // namespace fulltime::token

@@ -1,0 +1,67 @@
+#pragma once
+/// One PostgreSQL connection driven without blocking: libpq in non-blocking mode, its socket
+/// (PQsocket) waited on by Asio, so a coroutine awaits a query while its thread serves others.
+///
+/// A connection is used by one coroutine at a time, on the executor it was opened with. It holds
+/// no session state (no SET, LISTEN, session advisory locks or WITH HOLD cursors) so that it
+/// works through PgBouncer in transaction mode; per-transaction settings use SET LOCAL.
+
+#include "fulltime/db/error.hpp"
+#include "fulltime/db/params.hpp"
+#include "fulltime/db/result.hpp"
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/awaitable.hpp>
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+namespace fulltime::db {
+
+/// Wraps one libpq connection.
+class connection {
+public:
+    /// Opens a connection to `conninfo` (keyword/value string or URI) within `connect_timeout`.
+    /// Round trips on it time out after `query_timeout` unless a call gives its own.
+    static boost::asio::awaitable<outcome<std::unique_ptr<connection>>> open(
+        boost::asio::any_io_executor executor, std::string conninfo,
+        std::chrono::milliseconds connect_timeout, std::chrono::milliseconds query_timeout);
+
+    ~connection();
+    connection(const connection&) = delete;
+    connection& operator=(const connection&) = delete;
+
+    /// Runs one statement with bound parameters (extended protocol, text format) and returns
+    /// its rows. A failure that leaves the connection unusable marks it broken.
+    boost::asio::awaitable<outcome<result>> query(std::string sql, params args = {});
+
+    /// Runs one statement with its own round-trip deadline.
+    boost::asio::awaitable<outcome<result>> query(std::string sql, params args,
+                                                  std::chrono::milliseconds timeout);
+
+    /// Runs several statements separated by semicolons (simple protocol, no parameters), as
+    /// migrations need. Returns the last statement's result.
+    boost::asio::awaitable<outcome<result>> execute_script(std::string sql);
+
+    /// Returns whether the connection can no longer be used (lost, timed out mid-query, or left
+    /// inside a failed transaction by a caller). A pool discards broken connections.
+    bool broken() const noexcept;
+
+    /// Returns whether the connection is idle outside a transaction (PQtransactionStatus IDLE).
+    bool idle() const noexcept;
+
+    /// Returns the server process id of this connection (for tests and diagnostics).
+    int backend_pid() const noexcept;
+
+    /// Closes the connection now; later calls fail with errc::connection_lost.
+    void close() noexcept;
+
+    struct impl;
+
+private:
+    explicit connection(std::unique_ptr<impl> state);
+    std::unique_ptr<impl> impl_;
+};
+
+}  // namespace fulltime::db

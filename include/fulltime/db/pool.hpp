@@ -1,0 +1,113 @@
+#pragma once
+/// A bounded pool of connections for one path (placement, settlement, read, background), with a
+/// bounded wait queue, counted timeouts and gauges. Connections open lazily up to size_max; a
+/// broken connection is discarded when returned and replaced on demand.
+///
+/// A pool and its connections are used from one executor (a strand or a single-threaded
+/// io_context). stats() may be called from any thread.
+
+#include "fulltime/config/config.hpp"
+#include "fulltime/db/connection.hpp"
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/awaitable.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace fulltime::db {
+
+/// Holds a snapshot of one pool's gauges and counters.
+struct pool_stats {
+    std::string name;
+    std::size_t size_max = 0;
+    std::size_t in_use = 0;
+    std::size_t idle = 0;
+    std::size_t waiting = 0;
+    std::size_t opening = 0;
+    std::uint64_t acquired_total = 0;
+    std::uint64_t timeouts_total = 0;      ///< acquires that gave up after wait_ms_max
+    std::uint64_t rejected_total = 0;      ///< acquires refused because the queue was full
+    std::uint64_t broken_total = 0;        ///< connections discarded as broken
+    std::uint64_t connect_failures_total = 0;
+    std::int64_t wait_us_max = 0;          ///< longest wait for a connection since start
+};
+
+class pool;
+namespace detail {
+struct pool_state;
+}
+
+/// Lends one connection; returns it to its pool when destroyed (or discards it if broken).
+class pooled_connection {
+public:
+    pooled_connection() = default;
+    pooled_connection(pooled_connection&& other) noexcept;
+    pooled_connection& operator=(pooled_connection&& other) noexcept;
+    ~pooled_connection();
+
+    connection& operator*() const noexcept { return *conn_; }
+    connection* operator->() const noexcept { return conn_.get(); }
+    explicit operator bool() const noexcept { return conn_ != nullptr; }
+
+private:
+    friend struct detail::pool_state;
+    pooled_connection(std::shared_ptr<detail::pool_state> owner, std::unique_ptr<connection> c);
+    void release() noexcept;
+
+    std::shared_ptr<detail::pool_state> owner_;
+    std::unique_ptr<connection> conn_;
+};
+
+/// Owns the connections of one path.
+class pool {
+public:
+    /// Creates an empty pool; no connection is opened until the first acquire.
+    pool(boost::asio::any_io_executor executor, std::string name, std::string conninfo,
+         pool_settings settings, std::chrono::milliseconds connect_timeout,
+         std::chrono::milliseconds query_timeout);
+    ~pool();
+    pool(const pool&) = delete;
+    pool& operator=(const pool&) = delete;
+
+    /// Lends a connection: an idle one, a new one if below size_max, or the next one returned,
+    /// waiting at most wait_ms_max (errc::pool_timeout) behind at most queue_max other waiters
+    /// (errc::pool_queue_full).
+    boost::asio::awaitable<outcome<pooled_connection>> acquire();
+
+    /// Returns a snapshot of the gauges and counters.
+    pool_stats stats() const;
+
+    /// Returns the pool's name.
+    const std::string& name() const noexcept;
+
+    /// Fails every waiter with errc::pool_closed, closes idle connections, and closes lent ones
+    /// as they come back. Later acquires fail at once.
+    void close();
+
+private:
+    std::shared_ptr<detail::pool_state> state_;
+};
+
+/// Holds the four pools of the engine.
+struct pools {
+    std::unique_ptr<pool> placement;
+    std::unique_ptr<pool> settlement;
+    std::unique_ptr<pool> read;
+    std::unique_ptr<pool> background;
+
+    /// Creates the pools from the settings; `read` uses settings.read_url when it is set.
+    static pools make(boost::asio::any_io_executor executor, const database_settings& settings,
+                      const std::string& primary_conninfo, const std::string& read_conninfo);
+
+    /// Returns the four pools in a fixed order, for metrics.
+    std::vector<const pool*> all() const;
+
+    /// Closes all four.
+    void close();
+};
+
+}  // namespace fulltime::db

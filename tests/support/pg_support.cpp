@@ -1,0 +1,94 @@
+#include "support/pg_support.hpp"
+
+#include <libpq-fe.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <stdexcept>
+#include <unistd.h>
+
+namespace fulltime::test {
+
+std::string server_url() {
+    const char* url = std::getenv("FULLTIME_TEST_DATABASE_URL");
+    if (url == nullptr || *url == '\0') {
+        std::fprintf(stderr,
+                     "FULLTIME_TEST_DATABASE_URL is not set: run the tests with scripts/test, "
+                     "which starts the PostgreSQL they need\n");
+        std::abort();
+    }
+    return url;
+}
+
+namespace {
+
+std::string quote_value(const std::string& v) {
+    std::string out = "'";
+    for (char c : v) {
+        if (c == '\'' || c == '\\') {
+            out += '\\';
+        }
+        out += c;
+    }
+    out += "'";
+    return out;
+}
+
+}  // namespace
+
+std::string with_dbname(const std::string& conninfo, const std::string& dbname) {
+    char* err = nullptr;
+    PQconninfoOption* opts = PQconninfoParse(conninfo.c_str(), &err);
+    if (opts == nullptr) {
+        std::string msg = err != nullptr ? err : "bad conninfo";
+        PQfreemem(err);
+        throw std::runtime_error(msg);
+    }
+    std::string out;
+    for (PQconninfoOption* o = opts; o->keyword != nullptr; ++o) {
+        if (o->val == nullptr || std::string_view{o->keyword} == "dbname") {
+            continue;
+        }
+        out += std::string(o->keyword) + "=" + quote_value(o->val) + " ";
+    }
+    PQconninfoFree(opts);
+    return out + "dbname=" + quote_value(dbname);
+}
+
+std::optional<std::string> exec_scalar(const std::string& conninfo, const std::string& sql) {
+    std::unique_ptr<PGconn, decltype(&PQfinish)> conn(PQconnectdb(conninfo.c_str()), &PQfinish);
+    if (PQstatus(conn.get()) != CONNECTION_OK) {
+        throw std::runtime_error(std::string("connect: ") + PQerrorMessage(conn.get()));
+    }
+    std::unique_ptr<PGresult, decltype(&PQclear)> res(PQexec(conn.get(), sql.c_str()), &PQclear);
+    const auto status = PQresultStatus(res.get());
+    if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK) {
+        throw std::runtime_error(sql + ": " + PQresultErrorMessage(res.get()));
+    }
+    if (status == PGRES_TUPLES_OK && PQntuples(res.get()) > 0 && !PQgetisnull(res.get(), 0, 0)) {
+        return std::string(PQgetvalue(res.get(), 0, 0));
+    }
+    return std::nullopt;
+}
+
+scratch_database::scratch_database() {
+    static std::atomic<int> counter{0};
+    const auto now = std::chrono::steady_clock::now().time_since_epoch().count();
+    name_ = "ft_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++) + "_" +
+            std::to_string(now % 1000000);
+    exec_scalar(server_url(), "CREATE DATABASE " + name_ + " TEMPLATE template0");
+    url_ = with_dbname(server_url(), name_);
+}
+
+scratch_database::~scratch_database() {
+    try {
+        exec_scalar(server_url(), "DROP DATABASE IF EXISTS " + name_ + " WITH (FORCE)");
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "could not drop %s: %s\n", name_.c_str(), e.what());
+    }
+}
+
+}  // namespace fulltime::test

@@ -1,0 +1,55 @@
+#pragma once
+/// Helpers for tests that need the real PostgreSQL started by scripts/test.
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/use_future.hpp>
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace fulltime::test {
+
+/// Returns the conninfo of the test server (FULLTIME_TEST_DATABASE_URL). Aborts the test run
+/// with a clear message when it is unset: a pg test must never pass by not running.
+std::string server_url();
+
+/// Returns `conninfo` with its dbname replaced (works for URIs and keyword/value strings).
+std::string with_dbname(const std::string& conninfo, const std::string& dbname);
+
+/// Runs one statement synchronously on a fresh connection (tests only) and returns the first
+/// column of the first row, or nullopt when there is none. Throws on error.
+std::optional<std::string> exec_scalar(const std::string& conninfo, const std::string& sql);
+
+/// Creates a fresh, empty database on the test server and drops it on destruction, so each
+/// test case starts from nothing and cases may run in parallel.
+class scratch_database {
+public:
+    scratch_database();
+    ~scratch_database();
+    scratch_database(const scratch_database&) = delete;
+    scratch_database& operator=(const scratch_database&) = delete;
+
+    /// Returns the conninfo of this database.
+    const std::string& url() const noexcept { return url_; }
+    /// Returns its name.
+    const std::string& name() const noexcept { return name_; }
+
+private:
+    std::string name_;
+    std::string url_;
+};
+
+/// Runs a coroutine to completion on a private single-threaded io_context and returns its
+/// value (tests only: it blocks the calling thread).
+template <class T>
+T run(boost::asio::io_context& ioc, boost::asio::awaitable<T> task) {
+    auto fut = boost::asio::co_spawn(ioc, std::move(task), boost::asio::use_future);
+    ioc.restart();
+    ioc.run();
+    return fut.get();
+}
+
+}  // namespace fulltime::test
