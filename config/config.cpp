@@ -1,0 +1,302 @@
+#include "fulltime/config/config.hpp"
+
+#include "fulltime/core/resources.hpp"
+#include "fulltime/limits.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+extern char** environ;
+
+namespace fulltime {
+
+namespace {
+
+using json = nlohmann::json;
+
+[[noreturn]] void fail(const std::string& what) { throw config_error("config: " + what); }
+
+bool is_comment(const std::string& key) { return !key.empty() && key.front() == '_'; }
+
+std::string join(const std::string& prefix, const std::string& key) {
+    return prefix.empty() ? key : prefix + "." + key;
+}
+
+// Returns the environment variable that overrides a key path: FULLTIME_ + the path upper-cased
+// with '.' replaced by '_'.
+std::string env_name(const std::string& path) {
+    std::string out = "FULLTIME_";
+    for (char c : path) {
+        out += c == '.' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    }
+    return out;
+}
+
+// Overlays `layer` on `base`, refusing keys that base does not have and values whose type differs
+// from the default's. `origin` names where the layer comes from, for the error message.
+void overlay(json& base, const json& layer, const std::string& prefix, const std::string& origin) {
+    if (!layer.is_object()) {
+        fail(origin + ": " + (prefix.empty() ? "the top level" : "'" + prefix + "'") +
+             " must be an object");
+    }
+    for (const auto& [key, value] : layer.items()) {
+        if (is_comment(key)) {
+            continue;
+        }
+        const std::string path = join(prefix, key);
+        auto it = base.find(key);
+        if (it == base.end()) {
+            fail(origin + ": unknown key '" + path + "'");
+        }
+        if (it->is_object()) {
+            overlay(*it, value, path, origin);
+        } else if (it->is_string()) {
+            if (!value.is_string()) {
+                fail(origin + ": '" + path + "' must be a string");
+            }
+            *it = value;
+        } else if (it->is_number_integer()) {
+            if (!value.is_number_integer()) {
+                fail(origin + ": '" + path + "' must be an integer");
+            }
+            *it = value;
+        } else if (it->is_boolean()) {
+            if (!value.is_boolean()) {
+                fail(origin + ": '" + path + "' must be true or false");
+            }
+            *it = value;
+        } else {
+            fail("default of '" + path + "' has an unsupported type");
+        }
+    }
+}
+
+std::int64_t parse_env_integer(const std::string& name, const std::string& text) {
+    std::int64_t v = 0;
+    const char* end = text.data() + text.size();
+    auto [ptr, ec] = std::from_chars(text.data(), end, v);
+    if (text.empty() || ec != std::errc{} || ptr != end) {
+        fail(name + ": '" + text + "' is not an integer");
+    }
+    return v;
+}
+
+// Applies FULLTIME_* variables to the leaves of `base` (whose shape is the defaults').
+void apply_environment(json& base, const std::string& prefix,
+                       const std::map<std::string, std::string>& env,
+                       std::set<std::string>& used) {
+    for (auto& [key, value] : base.items()) {
+        if (is_comment(key)) {
+            continue;
+        }
+        const std::string path = join(prefix, key);
+        if (value.is_object()) {
+            apply_environment(value, path, env, used);
+            continue;
+        }
+        const std::string name = env_name(path);
+        auto it = env.find(name);
+        if (it == env.end()) {
+            continue;
+        }
+        used.insert(name);
+        if (value.is_string()) {
+            value = it->second;
+        } else if (value.is_number_integer()) {
+            value = parse_env_integer(name, it->second);
+        } else if (value.is_boolean()) {
+            if (it->second != "true" && it->second != "false") {
+                fail(name + ": '" + it->second + "' is not true or false");
+            }
+            value = it->second == "true";
+        }
+    }
+}
+
+// Reads typed values out of the merged document and checks them against limits.hpp.
+class reader {
+public:
+    explicit reader(const json& doc) : doc_(doc) {}
+
+    std::string string(const std::string& path, bool allow_empty) const {
+        std::string v = at(path).get<std::string>();
+        if (!allow_empty && v.empty()) {
+            fail("'" + path + "' must not be empty");
+        }
+        return v;
+    }
+
+    std::int64_t integer(const std::string& path, std::int64_t min, std::int64_t max) const {
+        const std::int64_t v = at(path).get<std::int64_t>();
+        if (v < min || v > max) {
+            fail("'" + path + "' must be between " + std::to_string(min) + " and " +
+                 std::to_string(max) + ", got " + std::to_string(v));
+        }
+        return v;
+    }
+
+    std::size_t size(const std::string& path, std::size_t min, std::size_t max) const {
+        return static_cast<std::size_t>(
+            integer(path, static_cast<std::int64_t>(min), static_cast<std::int64_t>(max)));
+    }
+
+    std::int64_t timeout_ms(const std::string& path) const {
+        return integer(path, 1, limits::timeout_ms_max);
+    }
+
+private:
+    const json& at(const std::string& path) const {
+        const json* node = &doc_;
+        std::size_t start = 0;
+        while (true) {
+            const auto dot = path.find('.', start);
+            node = &node->at(path.substr(start, dot - start));
+            if (dot == std::string::npos) {
+                return *node;
+            }
+            start = dot + 1;
+        }
+    }
+
+    const json& doc_;
+};
+
+pool_settings read_pool(const reader& r, const std::string& name) {
+    const std::string base = "database.pools." + name + ".";
+    pool_settings p;
+    p.size_max = r.size(base + "size_max", 1, limits::pool_size_max);
+    p.queue_max = r.size(base + "queue_max", 0, limits::pool_queue_max);
+    p.wait_ms_max = r.timeout_ms(base + "wait_ms_max");
+    return p;
+}
+
+// Splits "host:port" or "[v6]:port".
+void parse_listen(const std::string& text, gateway_settings& g) {
+    const auto colon = text.rfind(':');
+    if (colon == std::string::npos || colon == 0) {
+        fail("'listen' must be host:port, got '" + text + "'");
+    }
+    std::string host = text.substr(0, colon);
+    if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+        host = host.substr(1, host.size() - 2);
+    }
+    const std::string port_text = text.substr(colon + 1);
+    unsigned port = 0;
+    auto [ptr, ec] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
+    if (port_text.empty() || ec != std::errc{} || ptr != port_text.data() + port_text.size() ||
+        port > 65535) {
+        fail("'listen' port must be 0..65535, got '" + port_text + "'");
+    }
+    g.host = host;
+    g.port = static_cast<std::uint16_t>(port);
+}
+
+json parse_json(std::string_view text, const std::string& origin) {
+    try {
+        return json::parse(text);
+    } catch (const json::parse_error& e) {
+        // nlohmann's message names the byte offset; keep it on one line.
+        std::string msg = e.what();
+        std::replace(msg.begin(), msg.end(), '\n', ' ');
+        fail(origin + ": not valid JSON: " + msg);
+    }
+}
+
+}  // namespace
+
+config load_config(const std::optional<std::string>& path,
+                   const std::map<std::string, std::string>& environment) {
+    json doc = parse_json(resources::default_config(), "built-in defaults");
+
+    if (path) {
+        std::ifstream in(*path);
+        if (!in) {
+            fail("cannot read " + *path);
+        }
+        std::stringstream buffer;
+        buffer << in.rdbuf();
+        overlay(doc, parse_json(buffer.str(), *path), "", *path);
+    }
+
+    // DESIGN.md names FULLTIME_READ_DATABASE_URL; the path-derived name is accepted too.
+    std::map<std::string, std::string> env = environment;
+    if (auto it = env.find("FULLTIME_READ_DATABASE_URL"); it != env.end()) {
+        env.emplace("FULLTIME_DATABASE_READ_URL", it->second);
+    }
+    std::set<std::string> used{"FULLTIME_CONFIG", "FULLTIME_READ_DATABASE_URL"};
+    apply_environment(doc, "", env, used);
+    for (const auto& [name, value] : environment) {
+        // FULLTIME_TEST_* belongs to the test harness (scripts/test), not to the engine.
+        if (name.rfind("FULLTIME_", 0) == 0 && name.rfind("FULLTIME_TEST_", 0) != 0 &&
+            !used.contains(name)) {
+            fail("unknown environment variable " + name +
+                 " (see docs/config.md for the names that exist)");
+        }
+    }
+
+    const reader r(doc);
+    config c;
+    c.state_dir = r.string("state_dir", false);
+    c.token_secret = r.string("token_secret", true);
+    if (!c.token_secret.empty() && c.token_secret.size() < 16) {
+        fail("'token_secret' must be at least 16 characters (or empty to generate one)");
+    }
+    c.log_level = r.string("log_level", false);
+    if (c.log_level != "debug" && c.log_level != "info" && c.log_level != "warn" &&
+        c.log_level != "error") {
+        fail("'log_level' must be debug, info, warn or error, got '" + c.log_level + "'");
+    }
+    parse_listen(r.string("listen", false), c.gateway);
+
+    auto& d = c.database;
+    d.url = r.string("database.url", true);
+    d.read_url = r.string("database.read_url", true);
+    d.connect_timeout_ms = r.timeout_ms("database.connect_timeout_ms");
+    d.statement_timeout_ms = r.timeout_ms("database.statement_timeout_ms");
+    d.query_timeout_ms = r.timeout_ms("database.query_timeout_ms");
+    d.placement = read_pool(r, "placement");
+    d.settlement = read_pool(r, "settlement");
+    d.read = read_pool(r, "read");
+    d.background = read_pool(r, "background");
+
+    c.embedded.bin_dir = r.string("embedded.bin_dir", false);
+    c.embedded.start_timeout_ms = r.timeout_ms("embedded.start_timeout_ms");
+    c.embedded.run_as_user = r.string("embedded.run_as_user", false);
+
+    auto& g = c.gateway;
+    g.connections_max = r.size("gateway.connections_max", 1, limits::connections_max);
+    g.frame_bytes_max = r.size("gateway.frame_bytes_max", 256, limits::frame_bytes_max);
+    g.inflight_per_connection_max =
+        r.size("gateway.inflight_per_connection_max", 1, limits::inflight_per_connection_max);
+    g.handshake_timeout_ms = r.timeout_ms("gateway.handshake_timeout_ms");
+    g.idle_timeout_ms = r.timeout_ms("gateway.idle_timeout_ms");
+    g.shutdown_deadline_ms = r.timeout_ms("gateway.shutdown_deadline_ms");
+
+    c.actors.scheduler_threads = r.size("actors.scheduler_threads", 0, 256);
+    c.actors.request_timeout_ms = r.timeout_ms("actors.request_timeout_ms");
+    return c;
+}
+
+std::map<std::string, std::string> process_environment() {
+    std::map<std::string, std::string> out;
+    for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+        std::string_view entry{*e};
+        if (entry.rfind("FULLTIME_", 0) != 0) {
+            continue;
+        }
+        const auto eq = entry.find('=');
+        if (eq == std::string_view::npos) {
+            continue;
+        }
+        out.emplace(std::string(entry.substr(0, eq)), std::string(entry.substr(eq + 1)));
+    }
+    return out;
+}
+
+}  // namespace fulltime

@@ -1,0 +1,119 @@
+#include "fulltime/config/config.hpp"
+
+#include <doctest/doctest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <unistd.h>
+
+using fulltime::config_error;
+using fulltime::load_config;
+
+namespace {
+
+// Writes `text` to a fresh temporary file and returns its path.
+std::string temp_file(const std::string& text) {
+    char name[] = "/tmp/fulltime-config-test-XXXXXX";
+    const int fd = ::mkstemp(name);
+    REQUIRE(fd >= 0);
+    ::close(fd);
+    std::ofstream(name) << text;
+    return name;
+}
+
+std::string error_of(const std::optional<std::string>& path,
+                     const std::map<std::string, std::string>& env) {
+    try {
+        load_config(path, env);
+    } catch (const config_error& e) {
+        return e.what();
+    }
+    return "";
+}
+
+}  // namespace
+
+TEST_CASE("the built-in defaults load and match config/fulltime.json") {
+    const auto c = load_config(std::nullopt, {});
+    CHECK(c.state_dir == "./var");
+    CHECK(c.database.url.empty());
+    CHECK(c.gateway.host == "127.0.0.1");
+    CHECK(c.gateway.port == 8080);
+    CHECK(c.database.placement.size_max == 8);
+    CHECK(c.database.settlement.size_max == 4);
+    CHECK(c.database.read.wait_ms_max == 500);
+    CHECK(c.gateway.frame_bytes_max == 65536);
+    CHECK(c.embedded.bin_dir == "/usr/lib/postgresql/15/bin");
+}
+
+TEST_CASE("a config file overrides a subset of keys and ignores comment keys") {
+    const auto path = temp_file(R"({"_doc":"mine","listen":"[::1]:9000",
+        "database":{"pools":{"placement":{"size_max":3}}}})");
+    const auto c = load_config(path, {});
+    CHECK(c.gateway.host == "::1");
+    CHECK(c.gateway.port == 9000);
+    CHECK(c.database.placement.size_max == 3);
+    CHECK(c.database.placement.wait_ms_max == 200);  // untouched sibling keeps its default
+    std::remove(path.c_str());
+}
+
+TEST_CASE("environment variables override the file") {
+    const auto path = temp_file(R"({"database":{"url":"host=/file"}})");
+    const auto c = load_config(path, {{"FULLTIME_DATABASE_URL", "host=/env"},
+                                      {"FULLTIME_LISTEN", "0.0.0.0:0"},
+                                      {"FULLTIME_STATE_DIR", "/srv/ft"},
+                                      {"FULLTIME_READ_DATABASE_URL", "host=/replica"},
+                                      {"FULLTIME_DATABASE_POOLS_READ_SIZE_MAX", "12"},
+                                      {"FULLTIME_TEST_DATABASE_URL", "ignored by the engine"}});
+    CHECK(c.database.url == "host=/env");
+    CHECK(c.database.read_url == "host=/replica");
+    CHECK(c.gateway.host == "0.0.0.0");
+    CHECK(c.gateway.port == 0);
+    CHECK(c.state_dir == "/srv/ft");
+    CHECK(c.database.read.size_max == 12);
+    std::remove(path.c_str());
+}
+
+TEST_CASE("unknown keys, wrong types and bad values are one-line errors") {
+    auto check_error = [](const std::string& text, const std::string& expected) {
+        const auto path = temp_file(text);
+        const auto msg = error_of(path, {});
+        std::remove(path.c_str());
+        CAPTURE(text);
+        CHECK(msg.find(expected) != std::string::npos);
+        CHECK(msg.find('\n') == std::string::npos);
+        CHECK(msg.rfind("config: ", 0) == 0);
+    };
+    check_error(R"({"lisen":"1.2.3.4:1"})", "unknown key 'lisen'");
+    check_error(R"({"gateway":{"frame_bytes":1}})", "unknown key 'gateway.frame_bytes'");
+    check_error(R"({"gateway":{"connections_max":"10"}})", "must be an integer");
+    check_error(R"({"gateway":{"connections_max":1.5}})", "must be an integer");
+    check_error(R"({"database":"x"})", "'database' must be an object");
+    check_error(R"({"database":{"pools":{"placement":{"size_max":0}}}})",
+                "'database.pools.placement.size_max' must be between 1 and 512, got 0");
+    check_error(R"({"gateway":{"frame_bytes_max":99999999}})", "gateway.frame_bytes_max");
+    check_error(R"({"listen":"localhost"})", "'listen' must be host:port");
+    check_error(R"({"listen":"localhost:70000"})", "port must be 0..65535");
+    check_error(R"({"log_level":"loud"})", "'log_level' must be");
+    check_error(R"({"token_secret":"short"})", "at least 16 characters");
+    check_error(R"([1,2])", "the top level must be an object");
+    check_error(R"({"listen": )", "not valid JSON");
+}
+
+TEST_CASE("bad environment values and unknown FULLTIME_ variables are refused") {
+    CHECK(error_of(std::nullopt, {{"FULLTIME_GATEWAY_CONNECTIONS_MAX", "lots"}})
+              .find("FULLTIME_GATEWAY_CONNECTIONS_MAX: 'lots' is not an integer") !=
+          std::string::npos);
+    CHECK(error_of(std::nullopt, {{"FULLTIME_GATEWAY_CONNECTIONS_MAX", "12abc"}})
+              .find("is not an integer") != std::string::npos);
+    CHECK(error_of(std::nullopt, {{"FULLTIME_DATABSE_URL", "x"}})
+              .find("unknown environment variable FULLTIME_DATABSE_URL") != std::string::npos);
+    CHECK(error_of(std::nullopt, {{"FULLTIME_DATABASE_POOLS_PLACEMENT_WAIT_MS_MAX", "0"}})
+              .find("between 1 and") != std::string::npos);
+}
+
+TEST_CASE("a missing config file is an error, not a silent default") {
+    CHECK(error_of(std::string("/nonexistent/fulltime.json"), {}) ==
+          "config: cannot read /nonexistent/fulltime.json");
+}
