@@ -1,2 +1,94 @@
-// Placeholder entry point; replaced by the real command dispatcher.
-int main() { return 0; }
+// The `fulltime` binary: parses the command line, loads the configuration, and runs one
+// subcommand. Every failure ends here as one line on stderr and a non-zero exit status.
+
+#include "app/commands/commands.hpp"
+
+#include "fulltime/config/config.hpp"
+#include "fulltime/core/log.hpp"
+
+#include <cstdio>
+#include <exception>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace {
+
+constexpr const char* usage_text = R"(usage: fulltime [--config PATH] COMMAND [ARGS]
+
+commands:
+  serve                      run the engine (starts a private PostgreSQL when no
+                             database URL is configured)
+  migrate                    apply pending database migrations and exit
+  token account ID           print a bet-client token for account ID
+  token producer NAME        print a result-feed producer token
+  token admin                print an operator token
+        [--ttl SECONDS]      token lifetime (default 86400)
+  version                    print the version
+
+Configuration: config/fulltime.json holds the defaults; --config PATH (or FULLTIME_CONFIG)
+overrides them, FULLTIME_* variables override both. See docs/config.md.
+)";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    std::optional<std::string> config_path;
+    std::vector<std::string> args;
+    for (int i = 1; i < argc; ++i) {
+        const std::string arg = argv[i];
+        if (arg == "--config") {
+            if (i + 1 >= argc) {
+                std::fprintf(stderr, "fulltime: --config needs a path\n");
+                return 2;
+            }
+            config_path = argv[++i];
+        } else if (arg.rfind("--config=", 0) == 0) {
+            config_path = arg.substr(9);
+        } else {
+            args.push_back(arg);
+        }
+    }
+    if (args.empty() || args[0] == "help" || args[0] == "--help" || args[0] == "-h") {
+        std::fputs(usage_text, args.empty() ? stderr : stdout);
+        return args.empty() ? 2 : 0;
+    }
+    const std::string command = args[0];
+    args.erase(args.begin());
+    if (command == "version" || command == "--version") {
+        std::printf("fulltime 0.1.0\n");
+        return 0;
+    }
+
+    try {
+        auto env = fulltime::process_environment();
+        if (!config_path) {
+            if (auto it = env.find("FULLTIME_CONFIG"); it != env.end() && !it->second.empty()) {
+                config_path = it->second;
+            }
+        }
+        const fulltime::config cfg = fulltime::load_config(config_path, env);
+        fulltime::log::set_level(fulltime::log::parse_level(cfg.log_level));
+        if (command == "serve" && args.empty()) {
+            return fulltime::app::serve_command(cfg);
+        }
+        if (command == "migrate" && args.empty()) {
+            return fulltime::app::migrate_command(cfg);
+        }
+        if (command == "token") {
+            return fulltime::app::token_command(cfg, args);
+        }
+        std::fprintf(stderr, "fulltime: unknown command '%s' (try fulltime help)\n",
+                     (command + (args.empty() ? "" : " " + args[0])).c_str());
+        return 2;
+    } catch (const fulltime::config_error& e) {
+        std::fprintf(stderr, "fulltime: %s\n", e.what());
+        return 2;
+    } catch (const std::invalid_argument& e) {
+        std::fprintf(stderr, "fulltime: %s\n", e.what());
+        return 2;
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "fulltime: %s\n", e.what());
+        return 1;
+    }
+}

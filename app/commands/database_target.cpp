@@ -1,0 +1,65 @@
+#include "app/commands/database_target.hpp"
+
+#include "fulltime/core/log.hpp"
+
+#include <libpq-fe.h>
+
+#include <memory>
+#include <regex>
+#include <stdexcept>
+
+namespace fulltime::app {
+
+std::string redact_conninfo(const std::string& conninfo) {
+    static const std::regex uri_password(R"(^([a-z]+://[^:/@]*:)[^@]*@)");
+    static const std::regex kv_password(R"((password\s*=\s*)('[^']*'|\S+))");
+    std::string out = std::regex_replace(conninfo, uri_password, "$1***@");
+    return std::regex_replace(out, kv_password, "$1***");
+}
+
+namespace {
+
+// Connects once, synchronously (startup only), to turn an unreachable or misspelt database into
+// a clear error before anything else starts.
+void check_reachable(const std::string& conninfo, std::int64_t timeout_ms) {
+    const std::string timeout_s = std::to_string(std::max<std::int64_t>(1, timeout_ms / 1000));
+    const char* keys[] = {"dbname", "connect_timeout", nullptr};
+    const char* values[] = {conninfo.c_str(), timeout_s.c_str(), nullptr};
+    std::unique_ptr<PGconn, decltype(&PQfinish)> conn(PQconnectdbParams(keys, values, 1),
+                                                      &PQfinish);
+    if (PQstatus(conn.get()) != CONNECTION_OK) {
+        std::string msg = PQerrorMessage(conn.get());
+        // libpq's messages span lines; the first one names the cause.
+        while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) {
+            msg.pop_back();
+        }
+        for (auto& ch : msg) {
+            if (ch == '\n') {
+                ch = ' ';
+            }
+        }
+        throw std::runtime_error("cannot reach the database at " + redact_conninfo(conninfo) +
+                                 ": " + msg);
+    }
+}
+
+}  // namespace
+
+database_target open_database_target(const config& cfg) {
+    database_target t;
+    if (cfg.database.url.empty()) {
+        t.cluster.emplace(embedded_cluster::start(cfg));
+        t.conninfo = t.cluster->conninfo();
+    } else {
+        t.conninfo = cfg.database.url;
+        log::info("using the database at " + redact_conninfo(t.conninfo));
+    }
+    check_reachable(t.conninfo, cfg.database.connect_timeout_ms);
+    t.read_conninfo = cfg.database.read_url.empty() ? t.conninfo : cfg.database.read_url;
+    if (t.read_conninfo != t.conninfo) {
+        check_reachable(t.read_conninfo, cfg.database.connect_timeout_ms);
+    }
+    return t;
+}
+
+}  // namespace fulltime::app

@@ -1,0 +1,27 @@
+#pragma once
+/// Where the engine's database is: the configured URL, or the private embedded cluster.
+
+#include "app/commands/embedded_cluster.hpp"
+#include "fulltime/config/config.hpp"
+
+#include <optional>
+#include <string>
+
+namespace fulltime::app {
+
+/// Holds the conninfo to use and, when no URL is configured, the cluster started for it.
+struct database_target {
+    std::string conninfo;
+    std::string read_conninfo;
+    std::optional<embedded_cluster> cluster;
+};
+
+/// Resolves the database: starts the embedded cluster when database.url is empty, then checks
+/// that the server answers within connect_timeout_ms. Throws std::runtime_error with one line
+/// ("cannot reach the database at host=...: connection refused") otherwise.
+database_target open_database_target(const config& cfg);
+
+/// Returns a conninfo or URI with any password replaced by "***", for logs and errors.
+std::string redact_conninfo(const std::string& conninfo);
+
+}  // namespace fulltime::app

@@ -1,0 +1,204 @@
+#include "app/commands/embedded_cluster.hpp"
+
+#include "fulltime/core/log.hpp"
+
+#include <libpq-fe.h>
+#include <openssl/evp.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <memory>
+#include <stdexcept>
+
+namespace fulltime::app {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// Unix socket paths are limited to 107 bytes (sun_path); PostgreSQL appends "/.s.PGSQL.5432".
+constexpr std::size_t socket_dir_bytes_max = 90;
+constexpr const char* database_name = "fulltime";
+constexpr const char* superuser_name = "fulltime";
+
+[[noreturn]] void fail(const std::string& what) {
+    throw std::runtime_error("embedded PostgreSQL: " + what);
+}
+
+std::string short_hash(const std::string& text) {
+    unsigned char digest[EVP_MAX_MD_SIZE];
+    unsigned int length = 0;
+    EVP_Digest(text.data(), text.size(), digest, &length, EVP_sha256(), nullptr);
+    static constexpr char hex[] = "0123456789abcdef";
+    std::string out;
+    for (unsigned int i = 0; i < 6; ++i) {
+        out += hex[digest[i] >> 4];
+        out += hex[digest[i] & 0xf];
+    }
+    return out;
+}
+
+void make_directory(const std::string& dir, const std::optional<run_as>& owner, mode_t mode) {
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    if (ec) {
+        fail("cannot create " + dir + ": " + ec.message());
+    }
+    ::chmod(dir.c_str(), mode);
+    if (owner && ::chown(dir.c_str(), static_cast<uid_t>(owner->uid),
+                         static_cast<gid_t>(owner->gid)) != 0) {
+        fail("cannot give " + dir + " to user " + owner->user);
+    }
+}
+
+// Runs a server binary and turns a non-zero exit into a one-line error naming its log.
+void run_checked(const std::vector<std::string>& argv, const std::string& log_path,
+                 const std::optional<run_as>& owner, const std::string& what) {
+    const int status = run_process(argv, log_path, owner);
+    if (status != 0) {
+        std::string last = tail_of_file(log_path, 1);
+        while (!last.empty() && last.back() == '\n') {
+            last.pop_back();
+        }
+        fail(what + " failed (exit " + std::to_string(status) + "): " + last + " (see " +
+             log_path + ")");
+    }
+}
+
+void ensure_database(const std::string& socket_dir) {
+    const std::string admin = "host=" + socket_dir + " port=5432 user=" + superuser_name +
+                              " dbname=postgres connect_timeout=10";
+    std::unique_ptr<PGconn, decltype(&PQfinish)> conn(PQconnectdb(admin.c_str()), &PQfinish);
+    if (PQstatus(conn.get()) != CONNECTION_OK) {
+        std::string msg = PQerrorMessage(conn.get());
+        msg = msg.substr(0, msg.find('\n'));
+        fail("cannot connect to the started cluster: " + msg);
+    }
+    const char* values[] = {database_name};
+    std::unique_ptr<PGresult, decltype(&PQclear)> exists(
+        PQexecParams(conn.get(), "SELECT 1 FROM pg_database WHERE datname = $1", 1, nullptr,
+                     values, nullptr, nullptr, 0),
+        &PQclear);
+    if (PQresultStatus(exists.get()) != PGRES_TUPLES_OK) {
+        fail(std::string("cannot list databases: ") + PQresultErrorMessage(exists.get()));
+    }
+    if (PQntuples(exists.get()) == 0) {
+        // The name is a constant of ours, never user input.
+        std::unique_ptr<PGresult, decltype(&PQclear)> created(
+            PQexec(conn.get(), "CREATE DATABASE fulltime"), &PQclear);
+        if (PQresultStatus(created.get()) != PGRES_COMMAND_OK) {
+            fail(std::string("cannot create database fulltime: ") +
+                 PQresultErrorMessage(created.get()));
+        }
+    }
+}
+
+}  // namespace
+
+embedded_cluster embedded_cluster::start(const config& cfg) {
+    embedded_cluster c;
+    c.bin_dir_ = cfg.embedded.bin_dir;
+    for (const char* tool : {"initdb", "pg_ctl", "postgres"}) {
+        const std::string path = c.bin_dir_ + "/" + tool;
+        if (::access(path.c_str(), X_OK) != 0) {
+            fail(path + " not found: install postgresql-15 or set embedded.bin_dir");
+        }
+    }
+
+    std::error_code ec;
+    fs::create_directories(cfg.state_dir, ec);
+    if (ec) {
+        fail("cannot create state directory " + cfg.state_dir + ": " + ec.message());
+    }
+    const std::string state_dir = fs::canonical(cfg.state_dir).string();
+    c.root_dir_ = state_dir + "/postgres";
+
+    if (running_as_root()) {
+        // initdb and postgres refuse to run as root: the cluster belongs to another user.
+        c.owner_ = find_user(cfg.embedded.run_as_user);
+        if (!c.owner_) {
+            fail("running as root, but user '" + cfg.embedded.run_as_user +
+                 "' does not exist to own the cluster (install postgresql-15 or set "
+                 "embedded.run_as_user)");
+        }
+        make_directory(c.root_dir_, c.owner_, 0700);
+        if (!user_can_use_directory(*c.owner_, c.root_dir_)) {
+            // A state directory under a private home (e.g. /root) is not reachable by the
+            // cluster's owner; keep the cluster in a system location tied to this state dir.
+            const std::string fallback = "/var/lib/fulltime/clusters/" + short_hash(state_dir);
+            log::warn("user " + c.owner_->user + " cannot reach " + c.root_dir_ +
+                      "; the private cluster lives in " + fallback + " instead");
+            c.root_dir_ = fallback;
+            make_directory("/var/lib/fulltime/clusters", std::nullopt, 0755);
+            make_directory(c.root_dir_, c.owner_, 0700);
+        }
+    } else {
+        make_directory(c.root_dir_, std::nullopt, 0700);
+    }
+    c.data_dir_ = c.root_dir_ + "/data";
+
+    std::string socket_dir = c.root_dir_ + "/run";
+    if (socket_dir.size() > socket_dir_bytes_max) {
+        socket_dir = "/tmp/fulltime-" + short_hash(c.root_dir_);
+    }
+    make_directory(socket_dir, c.owner_, 0700);
+
+    const std::string log_dir = c.root_dir_;
+    if (!fs::exists(c.data_dir_ + "/PG_VERSION")) {
+        log::info("creating a private PostgreSQL cluster in " + c.data_dir_);
+        fs::remove_all(c.data_dir_, ec);  // a half-made cluster from an interrupted initdb
+        run_checked({c.bin_dir_ + "/initdb", "-D", c.data_dir_, "-U", superuser_name,
+                     "--auth=trust", "--encoding=UTF8", "--locale=C.UTF-8"},
+                    log_dir + "/initdb.log", c.owner_, "initdb");
+    }
+
+    const std::string server_log = log_dir + "/postgresql.log";
+    const int status = run_process({c.bin_dir_ + "/pg_ctl", "-D", c.data_dir_, "status"},
+                                   log_dir + "/pg_ctl.log", c.owner_);
+    if (status == 0) {
+        // An engine that was killed left its cluster running: adopt it.
+        log::info("adopting the private PostgreSQL cluster already running in " + c.data_dir_);
+    } else {
+        const auto timeout_s = std::max<std::int64_t>(1, cfg.embedded.start_timeout_ms / 1000);
+        run_checked({c.bin_dir_ + "/pg_ctl", "-D", c.data_dir_, "-l", server_log, "-w", "-t",
+                     std::to_string(timeout_s), "start", "-o",
+                     "-c listen_addresses='' -c unix_socket_directories='" + socket_dir +
+                         "' -c unix_socket_permissions=0700"},
+                    log_dir + "/pg_ctl.log", c.owner_, "pg_ctl start");
+        log::info("private PostgreSQL cluster started (socket in " + socket_dir + ")");
+    }
+    c.running_ = true;
+    ensure_database(socket_dir);
+    c.conninfo_ = "host=" + socket_dir + " port=5432 user=" + superuser_name + " dbname=" +
+                  database_name;
+    return c;
+}
+
+embedded_cluster::embedded_cluster(embedded_cluster&& other) noexcept
+    : bin_dir_(std::move(other.bin_dir_)),
+      root_dir_(std::move(other.root_dir_)),
+      data_dir_(std::move(other.data_dir_)),
+      conninfo_(std::move(other.conninfo_)),
+      owner_(std::move(other.owner_)),
+      running_(std::exchange(other.running_, false)) {}
+
+embedded_cluster::~embedded_cluster() { stop(); }
+
+void embedded_cluster::stop() {
+    if (!running_) {
+        return;
+    }
+    running_ = false;
+    const int status = run_process(
+        {bin_dir_ + "/pg_ctl", "-D", data_dir_, "-m", "fast", "-w", "-t", "60", "stop"},
+        root_dir_ + "/pg_ctl.log", owner_);
+    if (status == 0) {
+        log::info("private PostgreSQL cluster stopped");
+    } else {
+        log::error("pg_ctl stop failed (exit " + std::to_string(status) + "); see " + root_dir_ +
+                   "/pg_ctl.log");
+    }
+}
+
+}  // namespace fulltime::app

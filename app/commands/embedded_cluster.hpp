@@ -1,0 +1,46 @@
+#pragma once
+/// The private PostgreSQL cluster `fulltime serve` runs when no database URL is configured:
+/// created in the state directory with the installed server binaries, listening on a Unix
+/// socket only, owned by the `postgres` user when the engine runs as root.
+
+#include "fulltime/config/config.hpp"
+
+#include <optional>
+#include <string>
+
+#include "app/commands/process.hpp"
+
+namespace fulltime::app {
+
+/// Owns a running private cluster; stops it on stop() or destruction.
+class embedded_cluster {
+public:
+    /// Creates the cluster on first use (initdb), starts it (or adopts one left running by an
+    /// engine that was killed), and creates the `fulltime` database. Throws std::runtime_error
+    /// with a one-line message on failure.
+    static embedded_cluster start(const config& cfg);
+
+    embedded_cluster(embedded_cluster&& other) noexcept;
+    embedded_cluster& operator=(embedded_cluster&&) = delete;
+    ~embedded_cluster();
+
+    /// Returns the libpq conninfo of the `fulltime` database.
+    const std::string& conninfo() const noexcept { return conninfo_; }
+    /// Returns the cluster's data directory.
+    const std::string& data_dir() const noexcept { return data_dir_; }
+
+    /// Stops the cluster (fast shutdown), waiting for it. Safe to call twice.
+    void stop();
+
+private:
+    embedded_cluster() = default;
+
+    std::string bin_dir_;
+    std::string root_dir_;
+    std::string data_dir_;
+    std::string conninfo_;
+    std::optional<run_as> owner_;
+    bool running_ = false;
+};
+
+}  // namespace fulltime::app

@@ -1,0 +1,74 @@
+#include "app/commands/secret.hpp"
+
+#include <fcntl.h>
+#include <openssl/rand.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+
+namespace fulltime::app {
+
+namespace {
+constexpr std::size_t secret_bytes = 32;
+}
+
+std::string load_or_create_token_secret(const config& cfg) {
+    if (!cfg.token_secret.empty()) {
+        return cfg.token_secret;
+    }
+    std::error_code ec;
+    std::filesystem::create_directories(cfg.state_dir, ec);
+    if (ec) {
+        throw std::runtime_error("cannot create state directory " + cfg.state_dir + ": " +
+                                 ec.message());
+    }
+    const std::string path = cfg.state_dir + "/token_secret";
+    {
+        std::ifstream in(path);
+        std::string secret;
+        if (in && std::getline(in, secret) && secret.size() >= 32) {
+            return secret;
+        }
+    }
+    unsigned char raw[secret_bytes];
+    if (RAND_bytes(raw, sizeof raw) != 1) {
+        throw std::runtime_error("cannot generate a token secret: no randomness");
+    }
+    static constexpr char hex[] = "0123456789abcdef";
+    std::string secret;
+    for (unsigned char b : raw) {
+        secret += hex[b >> 4];
+        secret += hex[b & 0xf];
+    }
+    // Written to a private temporary file, then linked into place: link(2) fails if the name
+    // exists, so when two processes start at once exactly one secret wins and nobody ever
+    // reads a half-written file.
+    const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        throw std::runtime_error("cannot create " + tmp);
+    }
+    const std::string line = secret + "\n";
+    const bool ok = ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size()) &&
+                    ::fsync(fd) == 0;
+    ::close(fd);
+    if (!ok) {
+        ::unlink(tmp.c_str());
+        throw std::runtime_error("cannot write " + tmp);
+    }
+    const bool linked = ::link(tmp.c_str(), path.c_str()) == 0;
+    ::unlink(tmp.c_str());
+    if (!linked) {
+        std::ifstream in(path);
+        std::string existing;
+        if (in && std::getline(in, existing) && existing.size() >= 32) {
+            return existing;
+        }
+        throw std::runtime_error("cannot create " + path);
+    }
+    return secret;
+}
+
+}  // namespace fulltime::app
