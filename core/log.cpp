@@ -52,7 +52,7 @@ void write(level l, std::string_view message) {
                     1000;
     std::tm tm{};
     gmtime_r(&secs, &tm);
-    char stamp[32];
+    char stamp[64];
     std::snprintf(stamp, sizeof stamp, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
                   tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
                   static_cast<int>(ms.count()));

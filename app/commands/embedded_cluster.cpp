@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <memory>
 #include <stdexcept>
+#include <utility>
 
 namespace fulltime::app {
 
