@@ -1,0 +1,178 @@
+"""End-to-end tests of the foundation: the binary's commands, configuration errors, the private
+cluster, health/readiness/metrics, WebSocket authentication and graceful shutdown."""
+
+import asyncio
+import json
+import os
+import signal
+import tempfile
+import time
+import unittest
+import uuid
+
+import psycopg
+import websockets
+
+from harness import Engine, engine_env, run_cli, test_database_url
+
+
+def scratch_database():
+    """Creates an empty database on the test server; returns (name, conninfo)."""
+    name = "ft_e2e_" + uuid.uuid4().hex[:12]
+    with psycopg.connect(test_database_url(), autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name} TEMPLATE template0")
+    return name, psycopg.conninfo.make_conninfo(test_database_url(), dbname=name)
+
+
+def drop_database(name):
+    with psycopg.connect(test_database_url(), autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+class WithDatabase(unittest.TestCase):
+    def setUp(self):
+        self.db_name, self.db_url = scratch_database()
+        self.env = engine_env({"FULLTIME_DATABASE_URL": self.db_url})
+
+    def tearDown(self):
+        drop_database(self.db_name)
+
+
+class ServeTest(WithDatabase):
+    def test_health_readiness_metrics_and_graceful_stop(self):
+        engine = Engine(self.env)
+        try:
+            engine.wait_ready()
+            self.assertEqual(engine.get_json("/healthz"), (200, {"status": "ok"}))
+            self.assertEqual(engine.get_json("/readyz"), (200, {"status": "ready"}))
+            status, metrics = engine.get("/metrics")
+            self.assertEqual(status, 200)
+            for pool in ("placement", "settlement", "read", "background"):
+                self.assertIn(f'fulltime_db_pool_in_use{{pool="{pool}"}}', metrics)
+            self.assertIn("fulltime_gateway_open_connections", metrics)
+            self.assertEqual(engine.get("/nope")[0], 404)
+        finally:
+            code = engine.stop(signal.SIGTERM)
+        self.assertEqual(code, 0, engine.log())
+        self.assertIn("stopped", engine.log())
+
+    def test_websocket_upgrade_needs_a_valid_token(self):
+        code, account_token, err = run_cli(["token", "account", "42"], self.env)
+        self.assertEqual(code, 0, err)
+        account_token = account_token.strip()
+        _, producer_token, _ = run_cli(["token", "producer", "feed-1"], self.env)
+        engine = Engine(self.env)
+        try:
+            engine.wait_ready()
+
+            async def scenario():
+                url = engine.ws_url("/v1/bets")
+                for headers in ({}, {"Authorization": "Bearer nonsense"},
+                                {"Authorization": "Bearer " + producer_token.strip()}):
+                    with self.assertRaises(websockets.exceptions.InvalidStatusCode) as ctx:
+                        async with websockets.connect(url, extra_headers=headers):
+                            pass
+                    self.assertEqual(ctx.exception.status_code, 401)
+                async with websockets.connect(url + "?token=" + account_token) as ws:
+                    await ws.send("{not json")
+                    reply = json.loads(await asyncio.wait_for(ws.recv(), 10))
+                    self.assertEqual(reply["type"], "error")
+                    self.assertEqual(reply["code"], "invalid_json")
+                    self.assertIsNone(reply["id"])
+                    # The connection stays usable after bad input.
+                    await ws.send(json.dumps({"type": "no_such_type", "id": "c1"}))
+                    reply = json.loads(await asyncio.wait_for(ws.recv(), 10))
+                    self.assertEqual((reply["type"], reply["id"], reply["code"]),
+                                     ("error", "c1", "invalid_request"))
+
+            asyncio.run(scenario())
+        finally:
+            self.assertEqual(engine.stop(), 0, engine.log())
+
+    def test_migrate_twice_is_a_no_op(self):
+        code, _, err = run_cli(["migrate"], self.env)
+        self.assertEqual(code, 0, err)
+        self.assertIn("applied migration 0001_schema.sql", err)
+        code, _, err = run_cli(["migrate"], self.env)
+        self.assertEqual(code, 0, err)
+        self.assertIn("0 applied", err)
+        with psycopg.connect(self.db_url) as conn:
+            rows = conn.execute("SELECT count(*) FROM fulltime_schema_migrations").fetchone()
+            self.assertGreaterEqual(rows[0], 1)
+
+
+class ErrorsTest(unittest.TestCase):
+    def assert_one_line_failure(self, args, env, expected_code, expected_text):
+        code, out, err = run_cli(args, env)
+        self.assertEqual(code, expected_code, err)
+        self.assertEqual(len(err.strip().splitlines()), 1, err)
+        self.assertIn(expected_text, err)
+
+    def test_unknown_key_and_bad_values(self):
+        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+            f.write('{"gateway": {"conections_max": 5}}')
+        try:
+            self.assert_one_line_failure(["--config", f.name, "serve"], engine_env(), 2,
+                                         "unknown key 'gateway.conections_max'")
+        finally:
+            os.unlink(f.name)
+        self.assert_one_line_failure(["serve"], engine_env({"FULLTIME_GATEWAY_CONNECTIONS_MAX": "many"}),
+                                     2, "is not an integer")
+        self.assert_one_line_failure(["serve"], engine_env({"FULLTIME_LISTEN": "nowhere"}),
+                                     2, "'listen' must be host:port")
+        self.assert_one_line_failure(["frobnicate"], engine_env(), 2, "unknown command")
+
+    def test_unreachable_database(self):
+        env = engine_env({"FULLTIME_DATABASE_URL": "host=/nonexistent-dir port=5 user=x dbname=y",
+                          "FULLTIME_DATABASE_CONNECT_TIMEOUT_MS": "2000"})
+        started = time.monotonic()
+        self.assert_one_line_failure(["serve"], env, 1, "cannot reach the database at")
+        self.assertLess(time.monotonic() - started, 30)
+
+    def test_tokens_from_the_cli(self):
+        state = tempfile.mkdtemp(prefix="fulltime-e2e-")
+        env = engine_env(state_dir=state)
+        del env["FULLTIME_TOKEN_SECRET"]
+        code, first, err = run_cli(["token", "account", "42"], env)
+        self.assertEqual(code, 0, err)
+        self.assertRegex(first.strip(), r"^ft1\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$")
+        self.assertTrue(os.path.exists(os.path.join(state, "token_secret")))
+        self.assertEqual(os.stat(os.path.join(state, "token_secret")).st_mode & 0o777, 0o600)
+        for bad in (["token", "account", "-1"], ["token", "account"], ["token", "wizard"],
+                    ["token", "admin", "--ttl", "0"]):
+            code, _, err = run_cli(bad, env)
+            self.assertEqual(code, 2, (bad, err))
+
+
+class EmbeddedClusterTest(unittest.TestCase):
+    def test_serve_without_a_database_runs_its_own_cluster(self):
+        state = tempfile.mkdtemp(prefix="fulltime-e2e-embedded-")
+        os.chmod(state, 0o755)
+        env = engine_env(state_dir=state)
+        pid_file = os.path.join(state, "postgres", "data", "postmaster.pid")
+
+        engine = Engine(env)
+        try:
+            engine.wait_ready(60)
+            self.assertTrue(os.path.exists(pid_file))
+            self.assertEqual(engine.get_json("/readyz"), (200, {"status": "ready"}))
+        finally:
+            self.assertEqual(engine.stop(), 0, engine.log())
+        self.assertFalse(os.path.exists(pid_file), "the private cluster was not stopped")
+
+        # A killed engine leaves its cluster running; the next start adopts it.
+        engine = Engine(env)
+        engine.wait_ready(60)
+        engine.stop(signal.SIGKILL)
+        self.assertTrue(os.path.exists(pid_file))
+        engine = Engine(env)
+        try:
+            engine.wait_ready(60)
+            self.assertIn("adopting", engine.log())
+        finally:
+            self.assertEqual(engine.stop(), 0, engine.log())
+        self.assertFalse(os.path.exists(pid_file))
+
+
+if __name__ == "__main__":
+    unittest.main()
