@@ -1,0 +1,102 @@
+#include "app/commands/commands.hpp"
+#include "app/commands/database_target.hpp"
+#include "app/commands/migrate_step.hpp"
+#include "app/commands/secret.hpp"
+
+#include "fulltime/actors/runtime.hpp"
+#include "fulltime/core/log.hpp"
+#include "fulltime/core/metrics.hpp"
+#include "fulltime/core/resources.hpp"
+#include "fulltime/db/pool.hpp"
+#include "fulltime/net/server.hpp"
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/use_future.hpp>
+
+#include <chrono>
+#include <csignal>
+#include <stdexcept>
+
+namespace fulltime::app {
+
+namespace {
+
+// Waits for SIGINT/SIGTERM, then drains: the gateway first (in-flight requests still need their
+// pools), then the pools. A second signal during the drain stops the event loop at once.
+boost::asio::awaitable<void> watch_signals(boost::asio::io_context& ioc,
+                                           boost::asio::signal_set& signals, net::server& gateway,
+                                           db::pools& pools, std::int64_t deadline_ms) {
+    auto [ec, signal_number] =
+        co_await signals.async_wait(boost::asio::as_tuple(boost::asio::use_awaitable));
+    if (ec) {
+        co_return;
+    }
+    log::info(std::string("received ") + (signal_number == SIGINT ? "SIGINT" : "SIGTERM") +
+              ": draining for at most " + std::to_string(deadline_ms) + " ms");
+    signals.async_wait([&ioc](const boost::system::error_code& again, int) {
+        if (!again) {
+            log::warn("second signal: stopping now without draining");
+            ioc.stop();
+        }
+    });
+    co_await gateway.shutdown(std::chrono::milliseconds(deadline_ms));
+    pools.close();
+    signals.cancel();
+}
+
+}  // namespace
+
+int serve_command(const config& cfg) {
+    const std::string secret = load_or_create_token_secret(cfg);
+    database_target target = open_database_target(cfg);
+
+    // One event-loop thread runs the gateway and every pool: the pools are single-executor, and
+    // on a two-core machine the other core belongs to PostgreSQL and the actors.
+    boost::asio::io_context ioc{1};
+    {
+        auto migrated = boost::asio::co_spawn(
+            ioc, apply_migrations(ioc.get_executor(), target.conninfo, cfg),
+            boost::asio::use_future);
+        ioc.run();
+        ioc.restart();
+        const auto report = migrated.get();
+        if (!report) {
+            throw std::runtime_error("migration failed: " + db::describe(report.error()));
+        }
+    }
+
+    metrics::registry registry;
+    db::pools pools =
+        db::pools::make(ioc.get_executor(), cfg.database, target.conninfo, target.read_conninfo);
+    actors::runtime actor_runtime(cfg.actors);
+
+    net::services services;
+    services.cfg = &cfg;
+    services.pools = &pools;
+    services.metrics = &registry;
+    services.token_secret = secret;
+    services.migrations = resources::migrations();
+    net::server gateway(ioc, std::move(services));
+    gateway.start();
+    log::info("listening on http://" + cfg.gateway.host + ":" + std::to_string(gateway.port()));
+
+    boost::asio::signal_set signals(ioc, SIGINT, SIGTERM);
+    boost::asio::co_spawn(
+        ioc, watch_signals(ioc, signals, gateway, pools, cfg.gateway.shutdown_deadline_ms),
+        boost::asio::detached);
+    ioc.run();
+
+    actor_runtime.shutdown();
+    if (target.cluster) {
+        target.cluster->stop();
+    }
+    log::info("stopped");
+    return 0;
+}
+
+}  // namespace fulltime::app
