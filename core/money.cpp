@@ -12,7 +12,8 @@ namespace fulltime::money {
 namespace {
 
 static_assert(limits::money_decimals == 2, "format_amount and the tests assume two decimals");
-static_assert(limits::odds_decimals == 4, "odds_min, odds_max and format_odds assume four decimals");
+static_assert(limits::odds_decimals == 4,
+              "odds_min, odds_max and format_odds assume four decimals");
 static_assert(odds_min < odds_max);
 static_assert(limits::amount_minor_max < INT64_MAX);
 

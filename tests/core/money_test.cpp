@@ -99,11 +99,11 @@ TEST_CASE("money: parse_amount refuses the empty string") {
 
 TEST_CASE("money: parse_amount refuses anything but digits, one dot and digits") {
     const std::string_view bad[] = {
-        " 10",   "10 ",   " ",      "\t1",     "1\n",    "+10",   "+0",    "1e3",    "1E3",
-        "1e-2",  "10,50", "1,000",  "1_000",   "1'000",  ".5",    ".50",   "5.",     "0.",
-        ".",     "..",    "1..2",   "1.2.3",   "1.2.",   "abc",   "0x10",  "NaN",    "nan",
-        "inf",   "Infinity", "-",   "--1",     "- 1",    "-+1",   "+-1",   "-.5",    "-5.",
-        "1-",    "1.-5",  "10.5a",  "a10.5",   "1 0",    "１０",  "٣",     "10.5\xff",
+        " 10",  "10 ",      " ",     "\t1",   "1\n",   "+10",  "+0",   "1e3",      "1E3",
+        "1e-2", "10,50",    "1,000", "1_000", "1'000", ".5",   ".50",  "5.",       "0.",
+        ".",    "..",       "1..2",  "1.2.3", "1.2.",  "abc",  "0x10", "NaN",      "nan",
+        "inf",  "Infinity", "-",     "--1",   "- 1",   "-+1",  "+-1",  "-.5",      "-5.",
+        "1-",   "1.-5",     "10.5a", "a10.5", "1 0",   "１０", "٣",    "10.5\xff",
     };
     for (auto text : bad) {
         CAPTURE(text);
@@ -128,8 +128,8 @@ TEST_CASE("money: parse_amount refuses a sign before a well-formed number as neg
 }
 
 TEST_CASE("money: parse_amount refuses more than two decimals, trailing zeros included") {
-    const std::string_view bad[] = {"10.505", "10.500", "0.001", "0.000", "1.0000", "1.999",
-                                    "0.0000000000000000000000000001"};
+    const std::string_view bad[] = {
+        "10.505", "10.500", "0.001", "0.000", "1.0000", "1.999", "0.0000000000000000000000000001"};
     for (auto text : bad) {
         CAPTURE(text);
         CHECK(error_of(money::parse_amount(text)) == parse_error::too_many_decimals);
@@ -146,10 +146,8 @@ TEST_CASE("money: parse_amount refuses amounts that would overflow, without over
         "92233720368547758.07",  // INT64_MAX minor units: still far above the bound
         "92233720368547758",
         "18446744073709551616",  // 2^64
-        "18446744073709551615.99",
-        "99999999999999999999.99",
-        "100000000000000",
-        "10000000000000.01",
+        "18446744073709551615.99", "99999999999999999999.99",
+        "100000000000000",         "10000000000000.01",
     };
     for (auto text : big) {
         CAPTURE(text);
@@ -161,8 +159,7 @@ TEST_CASE("money: parse_amount refuses amounts that would overflow, without over
                           std::size_t{1000}, std::size_t{100'000}}) {
         CAPTURE(n);
         CHECK(error_of(money::parse_amount(std::string(n, '9'))) == parse_error::overflow);
-        CHECK(error_of(money::parse_amount(std::string(n, '9') + ".99")) ==
-              parse_error::overflow);
+        CHECK(error_of(money::parse_amount(std::string(n, '9') + ".99")) == parse_error::overflow);
         CHECK(error_of(money::parse_odds(std::string(n, '9'))) == parse_error::overflow);
     }
 }
@@ -205,10 +202,12 @@ TEST_CASE("money: parse_odds accepts up to four decimals between 1.01 and 10000"
         std::int64_t units;
     };
     const row rows[] = {
-        {"1.01", 10'100},      {"1.0100", 10'100},   {"1.0101", 10'101},
-        {"2", 20'000},         {"2.5", 25'000},      {"2.50", 25'000},
-        {"2.500", 25'000},     {"2.5000", 25'000},   {"1.3333", 13'333},
-        {"002.10", 21'000},    {"10000", 100'000'000}, {"10000.0000", 100'000'000},
+        {"1.01", 10'100},          {"1.0100", 10'100},
+        {"1.0101", 10'101},        {"2", 20'000},
+        {"2.5", 25'000},           {"2.50", 25'000},
+        {"2.500", 25'000},         {"2.5000", 25'000},
+        {"1.3333", 13'333},        {"002.10", 21'000},
+        {"10000", 100'000'000},    {"10000.0000", 100'000'000},
         {"9999.9999", 99'999'999},
     };
     for (const auto& r : rows) {
@@ -246,11 +245,22 @@ TEST_CASE("money: format_amount always writes two decimals, sign included") {
         std::string_view text;
     };
     const row rows[] = {
-        {0, "0.00"},         {1, "0.01"},          {5, "0.05"},        {10, "0.10"},
-        {99, "0.99"},        {100, "1.00"},        {1050, "10.50"},    {1005, "10.05"},
-        {-1, "-0.01"},       {-5, "-0.05"},        {-99, "-0.99"},     {-100, "-1.00"},
-        {-150, "-1.50"},     {12'345'678, "123456.78"},
-        {int64_max, "92233720368547758.07"},       {int64_min, "-92233720368547758.08"},
+        {0, "0.00"},
+        {1, "0.01"},
+        {5, "0.05"},
+        {10, "0.10"},
+        {99, "0.99"},
+        {100, "1.00"},
+        {1050, "10.50"},
+        {1005, "10.05"},
+        {-1, "-0.01"},
+        {-5, "-0.05"},
+        {-99, "-0.99"},
+        {-100, "-1.00"},
+        {-150, "-1.50"},
+        {12'345'678, "123456.78"},
+        {int64_max, "92233720368547758.07"},
+        {int64_min, "-92233720368547758.08"},
         {int64_min + 1, "-92233720368547758.07"},
     };
     for (const auto& r : rows) {
@@ -267,11 +277,20 @@ TEST_CASE("money: format_odds keeps two decimals and strips zeros beyond them") 
         std::string_view text;
     };
     const row rows[] = {
-        {10'100, "1.01"},        {10'101, "1.0101"},    {12'300, "1.23"},
-        {12'340, "1.234"},       {13'333, "1.3333"},    {20'000, "2.00"},
-        {25'000, "2.50"},        {21'000, "2.10"},      {100'000'000, "10000.00"},
-        {99'999'999, "9999.9999"}, {10'000, "1.00"},   {0, "0.00"},
-        {1, "0.0001"},           {-25'000, "-2.50"},
+        {10'100, "1.01"},
+        {10'101, "1.0101"},
+        {12'300, "1.23"},
+        {12'340, "1.234"},
+        {13'333, "1.3333"},
+        {20'000, "2.00"},
+        {25'000, "2.50"},
+        {21'000, "2.10"},
+        {100'000'000, "10000.00"},
+        {99'999'999, "9999.9999"},
+        {10'000, "1.00"},
+        {0, "0.00"},
+        {1, "0.0001"},
+        {-25'000, "-2.50"},
     };
     for (const auto& r : rows) {
         CAPTURE(r.units);
@@ -315,8 +334,8 @@ TEST_CASE("money: random amounts across the whole range survive format then pars
             FAIL("round trip failed");
         }
     }
-    for (std::int64_t v : {std::int64_t{1}, limits::amount_minor_max - 1,
-                           limits::amount_minor_max}) {
+    for (std::int64_t v :
+         {std::int64_t{1}, limits::amount_minor_max - 1, limits::amount_minor_max}) {
         CHECK(*money::parse_amount(money::format_amount(v)) == v);
     }
 }
@@ -344,10 +363,11 @@ TEST_CASE("money: text with one or two decimals parses to the value it spells") 
         const std::int64_t d1 = random_up_to(state, 9);
         const std::int64_t d2 = random_up_to(state, 9);
         const std::string w = std::to_string(whole);
-        const bool ok = *money::parse_amount(w) == whole * 100 &&
-                        *money::parse_amount(w + "." + std::to_string(d1)) == whole * 100 + d1 * 10 &&
-                        *money::parse_amount(w + "." + std::to_string(d1) + std::to_string(d2)) ==
-                            whole * 100 + d1 * 10 + d2;
+        const bool ok =
+            *money::parse_amount(w) == whole * 100 &&
+            *money::parse_amount(w + "." + std::to_string(d1)) == whole * 100 + d1 * 10 &&
+            *money::parse_amount(w + "." + std::to_string(d1) + std::to_string(d2)) ==
+                whole * 100 + d1 * 10 + d2;
         if (!ok) {
             CAPTURE(whole);
             CAPTURE(d1);
