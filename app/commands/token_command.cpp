@@ -70,6 +70,11 @@ int token_command(const config& cfg, const std::vector<std::string>& args) {
                            std::chrono::system_clock::now().time_since_epoch())
                            .count();
     claims.expires_at_s = now_s + ttl_s;
+    if (!token::is_valid(claims)) {
+        throw std::invalid_argument("producer name must be 1 to " +
+                                    std::to_string(limits::producer_name_bytes_max) +
+                                    " visible ASCII characters");
+    }
     const std::string text = token::sign(claims, load_or_create_token_secret(cfg));
     std::printf("%s\n", text.c_str());
     return 0;

@@ -15,7 +15,7 @@ namespace fulltime::limits {
 inline constexpr int money_decimals = 2;
 /// Largest amount the engine accepts in one request, in minor units. Far below INT64_MAX so that
 /// sums of many amounts (balances, exposure) cannot overflow a bigint.
-inline constexpr std::int64_t amount_minor_max = 1'000'000'000'000'000;  // 10^18 minor units
+inline constexpr std::int64_t amount_minor_max = 1'000'000'000'000'000;  // 10^15 minor units
 /// Decimal places of odds; odds are fixed point in units of 1/10^odds_decimals.
 inline constexpr int odds_decimals = 4;
 /// Longest decimal string accepted for an amount or odds, digits and separator included.
