@@ -323,6 +323,45 @@ awaitable<void> close_fails_waiters(std::string url) {
     held = db::pooled_connection{};
 }
 
+/// Waits `delay`, acquires, appends `id` to `order` once served, and returns the connection.
+awaitable<int> queue_in_order(db::pool& p, std::vector<int>& order, int id,
+                              std::chrono::milliseconds delay) {
+    co_await sleep_for(delay);
+    auto c = co_await p.acquire();
+    if (!c) {
+        FAIL_CHECK("acquire failed: " << db::describe(c.error()));
+        co_return -1;
+    }
+    order.push_back(id);
+    co_await sleep_for(5ms);
+    co_return id;
+}
+
+awaitable<int> release_after(db::pooled_connection held, std::chrono::milliseconds delay) {
+    co_await sleep_for(delay);
+    held = db::pooled_connection{};
+    co_return 0;
+}
+
+awaitable<void> waiters_served_in_order(std::string url) {
+    auto executor = co_await asio::this_coro::executor;
+    auto p = make_pool(executor, url, 1, 8, 5000);
+    auto held = co_await p->acquire();
+    FT_REQUIRE_OK(held);
+    std::vector<int> order;
+    std::vector<awaitable<int>> tasks;
+    // Queue in the order 3, 1, 2 (by start delay), then free the only connection.
+    tasks.push_back(queue_in_order(*p, order, 1, 20ms));
+    tasks.push_back(queue_in_order(*p, order, 2, 40ms));
+    tasks.push_back(queue_in_order(*p, order, 3, 0ms));
+    tasks.push_back(release_after(std::move(*held), 80ms));
+    auto served = co_await run_all(std::move(tasks));
+    CHECK(served == std::vector<int>{1, 2, 3, 0});
+    CHECK(order == std::vector<int>{3, 1, 2});
+    CHECK(p->stats().acquired_total == 4);
+    CHECK(p->stats().timeouts_total == 0);
+}
+
 }  // namespace
 
 TEST_CASE("pool: a deadline breaks the connection and the pool replaces it") {
@@ -364,4 +403,10 @@ TEST_CASE("pool: close fails waiters and later acquires") {
     scratch_database db;
     asio::io_context ioc;
     run(ioc, close_fails_waiters(db.url()));
+}
+
+TEST_CASE("pool: waiters are served oldest first") {
+    scratch_database db;
+    asio::io_context ioc;
+    run(ioc, waiters_served_in_order(db.url()));
 }
