@@ -7,6 +7,7 @@
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -117,14 +118,27 @@ struct pool_state : std::enable_shared_from_this<pool_state> {
         return nullptr;
     }
 
-    /// Starts one connect; returns false if the coroutine could not be started.
+    /// Starts one connect; returns false if it could not be started.
     bool start_open() noexcept {
+        // Counted before it starts, and started from a posted handler rather than inline:
+        // co_spawn runs a coroutine at once when already on its executor, and a connect that
+        // fails without suspending (no such socket) would then re-enter dispatch() from inside
+        // dispatch(), once per waiter.
+        ++opening_;
         try {
-            asio::co_spawn(executor_, open_one(shared_from_this()), asio::detached);
+            asio::post(executor_, [self = shared_from_this()] {
+                try {
+                    asio::co_spawn(self->executor_, open_one(self), asio::detached);
+                } catch (...) {
+                    --self->opening_;
+                    self->fail_oldest(make_failure(errc::connect_failed, "out of memory"));
+                    self->dispatch();
+                }
+            });
         } catch (...) {
+            --opening_;
             return false;
         }
-        ++opening_;
         return true;
     }
 
