@@ -4,8 +4,9 @@
 /// Text form: "ft1.<payload>.<signature>", both parts unpadded base64url. The payload is compact
 /// JSON: {"k":"account","a":42,"e":1767225600} for a bet client, {"k":"producer","p":"feed-1",
 /// "e":...} for a producer, {"k":"admin","e":...} for the operator; "e" is the expiry in Unix
-/// seconds. The signature is HMAC-SHA256(secret, "ft1." + payload) and is compared in constant
-/// time before the payload is parsed.
+/// seconds. The signature is HMAC-SHA256(secret, "ft1." + payload) over the base64url text of
+/// the payload (the token up to its second dot), so it is compared, in constant time, before
+/// the payload is decoded or parsed.
 
 #include <boost/system/result.hpp>
 
@@ -36,11 +37,22 @@ enum class verify_error {
 /// Returns a short English explanation of a verify error.
 std::string_view describe(verify_error e) noexcept;
 
-/// Returns the token text for `c`, signed with `secret`.
+/// Returns whether `c` can be signed, and is what verify() accepts: an expiry > 0; for
+/// kind::account an account_id > 0 and no producer; for kind::producer a producer name of 1 to
+/// limits::producer_name_bytes_max visible ASCII characters (0x21-0x7E) and account_id 0; for
+/// kind::admin neither. Callers that build claims from input (the `fulltime token` command)
+/// check this first.
+bool is_valid(const claims& c) noexcept;
+
+/// Returns the token text for `c`, signed with `secret`. Requires is_valid(c) and a non-empty
+/// secret (asserted: both are the caller's to guarantee).
 std::string sign(const claims& c, std::string_view secret);
 
 /// Checks the signature (constant time) and the expiry against `now_s`, then returns the
-/// claims.
+/// claims. Order: length and shape (malformed), signature (bad_signature; always so with an
+/// empty secret), payload (malformed: not canonical base64url, not a JSON object, a missing,
+/// extra or mistyped field, or claims that fail is_valid), expiry. A token is valid strictly
+/// before its expiry: at now_s == expires_at_s it is expired.
 boost::system::result<claims, verify_error> verify(std::string_view text, std::string_view secret,
                                                    std::int64_t now_s);
 
