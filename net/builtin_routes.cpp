@@ -9,6 +9,7 @@
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -39,7 +40,8 @@ struct readiness_check {
 
 asio::awaitable<void> check_readiness(std::shared_ptr<server_state> holder,
                                       [[maybe_unused]] gate_entry entry,
-                                      std::shared_ptr<readiness_check> check) {
+                                      std::shared_ptr<readiness_check> check,
+                                      asio::any_io_executor reply_executor) {
     server_state& state = *holder;
     readiness r = readiness::unreachable;
     try {
@@ -57,8 +59,10 @@ asio::awaitable<void> check_readiness(std::shared_ptr<server_state> holder,
     } catch (const std::exception& e) {
         log("error", std::string("readyz: ") + e.what());
     }
-    check->result = r;
-    check->done.cancel();
+    asio::post(reply_executor, [check, r] {
+        check->result = r;
+        check->done.cancel();
+    });
 }
 
 http_response status_body(unsigned status, nlohmann::json body) {
@@ -75,14 +79,18 @@ asio::awaitable<http_response> readyz(server_state& state) {
     if (state.svc.pools == nullptr || state.svc.pools->background == nullptr) {
         co_return not_ready("database unreachable");
     }
-    // The check runs on this connection's executor (its strand), so `result` and the timer are
-    // only touched there.
+    // `result` and the timer belong to this connection's executor (its strand); the check runs
+    // on the pools' executor because a pool is used from the executor it was made with,
+    // and posts its result back.
     auto ex = co_await asio::this_coro::executor;
     auto check = std::make_shared<readiness_check>(ex);
     check->done.expires_after(readiness_timeout);
     // Detached so that the answer is bounded even if the pool ignores cancellation; the check
     // holds the state and a gate entry, so shutdown waits for it.
-    asio::co_spawn(ex, check_readiness(state.shared_from_this(), gate_entry(state), check),
+    auto db_executor = state.svc.db_executor ? state.svc.db_executor
+                                             : asio::any_io_executor(state.ioc.get_executor());
+    asio::co_spawn(db_executor,
+                   check_readiness(state.shared_from_this(), gate_entry(state), check, ex),
                    asio::detached);
     co_await check->done.async_wait(asio::as_tuple(asio::use_awaitable));
     if (!check->result || *check->result == readiness::unreachable) {

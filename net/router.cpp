@@ -24,45 +24,38 @@ bool serves(const http_route& route, std::string_view path) noexcept {
 
 route_match match_route(const http_routes& routes, std::string_view method,
                         std::string_view path) {
-    // Rank: an exact route beats any prefix; among prefixes the longest wins. The best-ranked
-    // path match decides between "found" and "method not allowed".
+    // Among the routes of this method that serve the path, an exact route beats any prefix and
+    // a longer prefix beats a shorter one. Only when no route of this method serves the path
+    // is it "method not allowed", listing every method that would be served.
     const auto rank = [](const http_route& r) {
         return r.prefix ? r.path.size() : std::string::npos;
     };
-    const http_route* best = nullptr;
-    const http_route* best_any_method = nullptr;
+    route_match m;
+    for (const auto& r : routes) {
+        if (r.method == method && serves(r, path) &&
+            (m.route == nullptr || rank(r) > rank(*m.route))) {
+            m.route = &r;
+        }
+    }
+    if (m.route != nullptr) {
+        m.kind = match_kind::found;
+        return m;
+    }
     for (const auto& r : routes) {
         if (!serves(r, path)) {
             continue;
         }
-        if (best_any_method == nullptr || rank(r) > rank(*best_any_method)) {
-            best_any_method = &r;
+        if (m.route == nullptr || rank(r) > rank(*m.route)) {
+            m.route = &r;
         }
-        if (r.method == method && (best == nullptr || rank(r) > rank(*best))) {
-            best = &r;
-        }
-    }
-    route_match m;
-    if (best_any_method == nullptr) {
-        return m;
-    }
-    if (best != nullptr && rank(*best) == rank(*best_any_method)) {
-        m.kind = match_kind::found;
-        m.route = best;
-        return m;
-    }
-    // The most specific route for this path has another method: 405 with what it allows.
-    m.kind = match_kind::method_not_allowed;
-    m.route = best_any_method;
-    for (const auto& r : routes) {
-        if (serves(r, path) && rank(r) == rank(*best_any_method) &&
-            m.allow.find(r.method) == std::string::npos) {
+        if (m.allow.find(r.method) == std::string::npos) {
             if (!m.allow.empty()) {
                 m.allow += ", ";
             }
             m.allow += r.method;
         }
     }
+    m.kind = m.route != nullptr ? match_kind::method_not_allowed : match_kind::not_found;
     return m;
 }
 

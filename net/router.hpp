@@ -20,8 +20,8 @@ split_target split(std::string_view target) noexcept;
 /// Names the outcome of matching.
 enum class match_kind { found, method_not_allowed, not_found };
 
-/// Holds the result of matching: the route when found; for method_not_allowed, the first route
-/// of that path (for its metrics name) and the methods the path allows, as an Allow header.
+/// Holds the result of matching: the route when found; for method_not_allowed, the most specific
+/// route of that path (for its metrics name) and the methods the path allows, as an Allow header.
 struct route_match {
     match_kind kind = match_kind::not_found;
     const http_route* route = nullptr;
@@ -31,7 +31,8 @@ struct route_match {
 /// Returns whether `route` serves `path`, ignoring the method.
 bool serves(const http_route& route, std::string_view path) noexcept;
 
-/// Finds the route for `method` and `path`: exact paths before prefixes, longer prefixes first.
+/// Finds the route for `method` and `path`: among routes of that method, exact paths before
+/// prefixes, longer prefixes first.
 route_match match_route(const http_routes& routes, std::string_view method,
                         std::string_view path);
 

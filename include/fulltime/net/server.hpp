@@ -10,6 +10,7 @@
 #include "fulltime/net/endpoint_handlers.hpp"
 #include "fulltime/net/http_route.hpp"
 
+#include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
 
 #include <chrono>
@@ -39,6 +40,8 @@ namespace fulltime::net {
 struct services {
     const fulltime::config* cfg = nullptr;   ///< gateway settings (required)
     db::pools* pools = nullptr;              ///< /readyz and pool metrics; null: readyz is 503
+    /// The executor `pools` was made with (a pool is single-executor); empty: the io_context's.
+    boost::asio::any_io_executor db_executor;
     metrics::registry* metrics = nullptr;    ///< null: the server keeps a private registry
     std::string token_secret;
     std::vector<resources::migration_source> migrations;  ///< what /readyz expects applied
