@@ -164,8 +164,9 @@ private:
             state_->metrics.count_request(r.route, r.response.status);
             const bool keep_alive =
                 keep_alive_wanted && !stopping_ && !state_->stopping.load();
-            if (!co_await write(to_beast(r.response, version, keep_alive, r.allow)) ||
-                !keep_alive) {
+            const bool written =
+                co_await write(to_beast(r.response, version, keep_alive, r.allow));
+            if (!written || !keep_alive) {
                 co_return;
             }
         }
@@ -234,13 +235,19 @@ private:
         hreq.query = std::string(query);
         hreq.content_type = std::string(req[http::field::content_type]);
         hreq.body = std::move(req.body());
+        // GCC 12 miscompiles co_await inside a braced initializer: await into a local first.
+        routed_response out{route.name, {}, {}};
+        bool failed = false;
         try {
-            co_return routed_response{route.name, co_await route.handler(std::move(hreq)), {}};
+            out.response = co_await route.handler(std::move(hreq));
         } catch (const std::exception& e) {
             log("error", "route " + route.name + ": " + e.what());
+            failed = true;
         }
-        co_return routed_response{route.name,
-                                  json_error(500, "internal", "internal error"), {}};
+        if (failed) {
+            out.response = json_error(500, "internal", "internal error");
+        }
+        co_return out;
     }
 
     asio::awaitable<void> upgrade(http::request<http::string_body> req) {

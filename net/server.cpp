@@ -220,7 +220,8 @@ asio::awaitable<void> server::shutdown(std::chrono::milliseconds deadline) {
         c->begin_shutdown();
     }
     live.clear();
-    if (co_await detail::wait_for_gate(*state, until)) {
+    const bool drained = co_await detail::wait_for_gate(*state, until);
+    if (drained) {
         detail::log("info", "shutdown complete");
         co_return;
     }
@@ -231,8 +232,9 @@ asio::awaitable<void> server::shutdown(std::chrono::milliseconds deadline) {
         c->force_close();
     }
     live.clear();
-    if (!co_await detail::wait_for_gate(*state,
-                                        std::chrono::steady_clock::now() + detail::force_close_grace)) {
+    const bool unwound = co_await detail::wait_for_gate(
+        *state, std::chrono::steady_clock::now() + detail::force_close_grace);
+    if (!unwound) {
         detail::log("error", std::to_string(state->gate.load()) +
                                  " coroutines still running after force-close");
     }

@@ -3,6 +3,7 @@
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core/buffers_to_string.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http/read.hpp>
@@ -245,11 +246,14 @@ ws_read ws_client::read(std::chrono::milliseconds timeout) {
                                          }),
                                   "websocket read");
     ws_read out;
-    if (ec == websocket::error::closed) {
-        out.closed = true;
+    if (ec) {
+        // The close frame's code is kept even when the closing handshake then fails (the server
+        // may tear the connection down right after its close frame).
         out.close_code = static_cast<int>(ws.reason().code);
-    } else if (ec) {
-        out.error = ec.message();
+        out.closed = ec == websocket::error::closed;
+        if (!out.closed) {
+            out.error = ec.message();
+        }
     } else {
         out.text = beast::buffers_to_string(buffer.data());
     }

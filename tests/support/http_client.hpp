@@ -56,8 +56,8 @@ private:
 /// Holds the result of one WebSocket read.
 struct ws_read {
     std::optional<std::string> text;  ///< set when a message arrived
-    bool closed = false;              ///< the server closed with a close frame
-    int close_code = 0;               ///< its code when closed
+    bool closed = false;              ///< the closing handshake completed
+    int close_code = 0;               ///< code of the server's close frame; 0 when none came
     std::string error;                ///< any other failure (reset, eof), empty otherwise
 };
 
