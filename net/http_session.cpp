@@ -53,7 +53,7 @@ std::optional<ws_endpoint> endpoint_at(std::string_view path) {
 struct routed_response {
     std::string_view route;  ///< route label; points into the route table or a literal
     http_response response;
-    std::string allow;       ///< Allow header of a 405
+    std::string allow;  ///< Allow header of a 405
 };
 
 http::response<http::string_body> to_beast(const http_response& r, unsigned version,
@@ -147,7 +147,7 @@ private:
             stream_.expires_after(request_timeout);
             awaiting_request_ = true;
             auto [ec, bytes] = co_await http::async_read(stream_, buffer, parser,
-                                                        asio::as_tuple(asio::use_awaitable));
+                                                         asio::as_tuple(asio::use_awaitable));
             awaiting_request_ = false;
             if (ec) {
                 co_await refuse_unreadable(ec);
@@ -162,10 +162,8 @@ private:
             const unsigned version = req.version();
             routed_response r = co_await dispatch(std::move(req));
             state_->metrics.count_request(r.route, r.response.status);
-            const bool keep_alive =
-                keep_alive_wanted && !stopping_ && !state_->stopping.load();
-            const bool written =
-                co_await write(to_beast(r.response, version, keep_alive, r.allow));
+            const bool keep_alive = keep_alive_wanted && !stopping_ && !state_->stopping.load();
+            const bool written = co_await write(to_beast(r.response, version, keep_alive, r.allow));
             if (!written || !keep_alive) {
                 co_return;
             }
@@ -206,7 +204,8 @@ private:
             if (auto ep = endpoint_at(path)) {
                 co_return routed_response{
                     ws_route_name(*ep),
-                    json_error(426, "upgrade_required", "this endpoint speaks WebSocket"), {}};
+                    json_error(426, "upgrade_required", "this endpoint speaks WebSocket"),
+                    {}};
             }
             co_return routed_response{
                 "unmatched", json_error(404, "not_found", "no such resource"), {}};
@@ -225,8 +224,8 @@ private:
             auto claims = authorize(extract_token(req[http::field::authorization], query),
                                     st.svc.token_secret, unix_now_s(), kind);
             if (!claims) {
-                co_return routed_response{route.name,
-                                          json_error(401, "unauthorized", claims.error()), {}};
+                co_return routed_response{
+                    route.name, json_error(401, "unauthorized", claims.error()), {}};
             }
             hreq.claims = std::move(*claims);
         }
@@ -267,8 +266,8 @@ private:
             co_await write(to_beast(r, version, false));
             co_return;
         }
-        const auto required = *ep == ws_endpoint::bets ? token::kind::account
-                                                         : token::kind::producer;
+        const auto required =
+            *ep == ws_endpoint::bets ? token::kind::account : token::kind::producer;
         auto claims = authorize(extract_token(req[http::field::authorization], query),
                                 st.svc.token_secret, unix_now_s(), required);
         if (!claims) {
