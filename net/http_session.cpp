@@ -234,7 +234,8 @@ private:
         hreq.query = std::string(query);
         hreq.content_type = std::string(req[http::field::content_type]);
         hreq.body = std::move(req.body());
-        // GCC 12 miscompiles co_await inside a braced initializer: await into a local first.
+        // With GCC 12, a co_await inside this braced initializer crashed (a string freed twice);
+        // awaiting into a local first does not.
         routed_response out{route.name, {}, {}};
         bool failed = false;
         try {
