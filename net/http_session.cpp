@@ -20,6 +20,7 @@
 #include <boost/beast/http/write.hpp>
 #include <boost/beast/websocket/rfc6455.hpp>
 
+#include <array>
 #include <optional>
 
 namespace fulltime::net::detail {
@@ -33,6 +34,31 @@ namespace {
 
 // A connection over the limit gets this long to send its request and read the 503.
 constexpr auto refusal_timeout = std::chrono::milliseconds(1000);
+
+// Bounds the discarding of unread input before closing after an early answer.
+constexpr auto linger_timeout = std::chrono::milliseconds(1000);
+constexpr std::size_t linger_bytes_max =
+    limits::http_body_bytes_max + limits::http_header_bytes_max;
+
+// Closing a socket with unread input makes the kernel send a reset, which can destroy the
+// response before the client reads it. After an early answer (413, 431, 400, 503) the client may
+// still be sending its body: stop sending, discard its input within a bound, then let the
+// caller close.
+asio::awaitable<void> linger(beast::tcp_stream& stream) {
+    boost::system::error_code ignored;
+    stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
+    std::array<char, 16 * 1024> sink{};
+    std::size_t drained_bytes = 0;
+    stream.expires_after(linger_timeout);
+    while (drained_bytes <= linger_bytes_max) {
+        auto [ec, bytes] = co_await stream.async_read_some(asio::buffer(sink),
+                                                           asio::as_tuple(asio::use_awaitable));
+        if (ec) {
+            break;
+        }
+        drained_bytes += bytes;
+    }
+}
 
 // Returns the route label of a WebSocket endpoint in fulltime_http_requests_total.
 std::string_view ws_route_name(ws_endpoint e) {
@@ -185,7 +211,10 @@ private:
             co_return;
         }
         state_->metrics.count_request("unmatched", r.status);
-        co_await write(to_beast(r, 11, false));
+        const bool written = co_await write(to_beast(r, 11, false));
+        if (written) {
+            co_await linger(stream_);
+        }
     }
 
     asio::awaitable<bool> write(http::response<http::string_body> res) {
@@ -310,8 +339,11 @@ asio::awaitable<void> refuse(std::shared_ptr<server_state> state, tcp::socket so
         auto res = to_beast(json_error(503, "unavailable", "too many connections"), 11, false);
         res.set(http::field::retry_after, "1");
         state->metrics.count_request("refused", 503);
-        // The connection closes whether or not the 503 got through.
-        co_await http::async_write(stream, res, asio::as_tuple(asio::use_awaitable));
+        auto [write_ec, write_bytes] =
+            co_await http::async_write(stream, res, asio::as_tuple(asio::use_awaitable));
+        if (!write_ec) {
+            co_await linger(stream);
+        }
     }
     boost::system::error_code ignored;
     stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
