@@ -3,7 +3,7 @@
 
 #include "fulltime/db/migrations.hpp"
 #include "fulltime/db/pool.hpp"
-#include "net/log.hpp"
+#include "fulltime/core/log.hpp"
 #include "net/server_state.hpp"
 
 #include <boost/asio/as_tuple.hpp>
@@ -47,17 +47,17 @@ asio::awaitable<void> check_readiness(std::shared_ptr<server_state> holder,
     try {
         auto conn = co_await state.svc.pools->background->acquire();
         if (!conn) {
-            log("warn", "readyz: " + db::describe(conn.error()));
+            log::warn("readyz: " + db::describe(conn.error()));
         } else {
             auto migrated = co_await db::is_migrated(**conn, state.svc.migrations);
             if (!migrated) {
-                log("warn", "readyz: " + db::describe(migrated.error()));
+                log::warn("readyz: " + db::describe(migrated.error()));
             } else {
                 r = *migrated ? readiness::ready : readiness::pending;
             }
         }
     } catch (const std::exception& e) {
-        log("error", std::string("readyz: ") + e.what());
+        log::error(std::string("readyz: ") + e.what());
     }
     asio::post(reply_executor, [check, r] {
         check->result = r;

@@ -2,7 +2,7 @@
 
 #include "fulltime/limits.hpp"
 #include "net/authorize.hpp"
-#include "net/log.hpp"
+#include "fulltime/core/log.hpp"
 #include "net/router.hpp"
 #include "net/token_extraction.hpp"
 #include "net/ws_session.hpp"
@@ -148,7 +148,7 @@ public:
         try {
             co_await self->serve();
         } catch (const std::exception& e) {
-            log("error", "connection " + std::to_string(self->id_) + ": " + e.what());
+            log::error("connection " + std::to_string(self->id_) + ": " + e.what());
         }
         if (!self->upgraded_) {
             boost::system::error_code ignored;
@@ -270,7 +270,7 @@ private:
         try {
             out.response = co_await route.handler(std::move(hreq));
         } catch (const std::exception& e) {
-            log("error", "route " + route.name + ": " + e.what());
+            log::error("route " + route.name + ": " + e.what());
             failed = true;
         }
         if (failed) {
@@ -358,9 +358,9 @@ void log_exception(std::exception_ptr e) {
     try {
         std::rethrow_exception(e);
     } catch (const std::exception& ex) {
-        log("error", std::string("session: ") + ex.what());
+        log::error(std::string("session: ") + ex.what());
     } catch (...) {
-        log("error", "session: unknown exception");
+        log::error("session: unknown exception");
     }
 }
 

@@ -3,7 +3,7 @@
 #include "fulltime/core/assert.hpp"
 #include "fulltime/limits.hpp"
 #include "net/http_session.hpp"
-#include "net/log.hpp"
+#include "fulltime/core/log.hpp"
 #include "net/server_state.hpp"
 
 #include <boost/asio/as_tuple.hpp>
@@ -60,7 +60,7 @@ asio::awaitable<void> accept_loop(std::shared_ptr<server_state> state,
             }
             // Out of descriptors or a connection reset before accept: keep serving, but do not
             // spin on a persistent error.
-            log("warn", "accept: " + ec.message());
+            log::warn("accept: " + ec.message());
             asio::steady_timer pause(state->ioc, std::chrono::milliseconds(50));
             co_await pause.async_wait(asio::as_tuple(asio::use_awaitable));
             continue;
@@ -191,7 +191,7 @@ void server::start() {
         fail(ec);
     }
     st.port = st.acceptor.local_endpoint().port();
-    detail::log("info", "listening on " + st.settings.host + ":" + std::to_string(st.port));
+    log::info("listening on " + st.settings.host + ":" + std::to_string(st.port));
     asio::co_spawn(st.acceptor.get_executor(),
                    detail::accept_loop(state_, detail::gate_entry(*state_)), asio::detached);
 }
@@ -212,18 +212,18 @@ asio::awaitable<void> server::shutdown(std::chrono::milliseconds deadline) {
         state->acceptor.close(ignored);
     });
     auto live = state->live();
-    detail::log("info", "shutting down: " + std::to_string(live.size()) + " connections");
+    log::info("shutting down: " + std::to_string(live.size()) + " connections");
     for (const auto& c : live) {
         c->begin_shutdown();
     }
     live.clear();
     const bool drained = co_await detail::wait_for_gate(*state, until);
     if (drained) {
-        detail::log("info", "shutdown complete");
+        log::info("shutdown complete");
         co_return;
     }
     live = state->live();
-    detail::log("warn", "shutdown deadline passed: force-closing " + std::to_string(live.size()) +
+    log::warn("shutdown deadline passed: force-closing " + std::to_string(live.size()) +
                             " connections");
     for (const auto& c : live) {
         c->force_close();
@@ -232,7 +232,7 @@ asio::awaitable<void> server::shutdown(std::chrono::milliseconds deadline) {
     const bool unwound = co_await detail::wait_for_gate(
         *state, std::chrono::steady_clock::now() + detail::force_close_grace);
     if (!unwound) {
-        detail::log("error", std::to_string(state->gate.load()) +
+        log::error(std::to_string(state->gate.load()) +
                                  " coroutines still running after force-close");
     }
 }
