@@ -24,6 +24,8 @@ commands:
   token producer NAME        print a result-feed producer token
   token admin                print an operator token
         [--ttl SECONDS]      token lifetime (default 86400)
+  bench-placement [OPTIONS]  drive placements over WebSocket against a running engine
+                             and print throughput and latency (see scripts/bench-placement)
   version                    print the version
 
 Configuration: config/fulltime.json holds the defaults; --config PATH (or FULLTIME_CONFIG)
@@ -77,6 +79,9 @@ int main(int argc, char** argv) {
         }
         if (command == "token") {
             return fulltime::app::token_command(cfg, args);
+        }
+        if (command == "bench-placement") {
+            return fulltime::app::bench_command(cfg, args);
         }
         std::fprintf(stderr, "fulltime: unknown command '%s' (try fulltime help)\n",
                      (command + (args.empty() ? "" : " " + args[0])).c_str());

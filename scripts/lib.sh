@@ -20,9 +20,12 @@ as_pg_owner() {
 }
 
 # Starts a throwaway cluster in a new temporary directory, listening on a Unix socket only,
-# tuned for tests (no fsync: the tests kill the engine, never PostgreSQL). Sets
-# THROWAWAY_PG_DIR and THROWAWAY_PG_URL.
+# tuned for tests (no fsync: the tests kill the engine, never PostgreSQL), or with PostgreSQL's
+# durable defaults when the first argument is "durable" (benchmarks). Sets THROWAWAY_PG_DIR and
+# THROWAWAY_PG_URL.
 start_throwaway_pg() {
+    local tuning="-c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+    if [ "${1:-}" = durable ]; then tuning=""; fi
     THROWAWAY_PG_DIR="$(mktemp -d /tmp/fulltime-pg.XXXXXX)"
     chmod 755 "$THROWAWAY_PG_DIR"
     if [ "$(id -u)" -eq 0 ]; then chown postgres: "$THROWAWAY_PG_DIR"; fi
@@ -31,8 +34,7 @@ start_throwaway_pg() {
         || { cat "$THROWAWAY_PG_DIR/initdb.log" >&2; die "initdb failed"; }
     as_pg_owner "$PG_BIN/pg_ctl" -D "$THROWAWAY_PG_DIR/data" -l "$THROWAWAY_PG_DIR/server.log" \
         -w -t 60 start -o "-c listen_addresses='' -c unix_socket_directories='$THROWAWAY_PG_DIR' \
-        -c max_connections=300 -c fsync=off -c synchronous_commit=off -c full_page_writes=off \
-        -c shared_buffers=256MB" >/dev/null \
+        -c max_connections=300 -c shared_buffers=256MB $tuning" >/dev/null \
         || { cat "$THROWAWAY_PG_DIR/server.log" >&2; die "the throwaway PostgreSQL did not start"; }
     THROWAWAY_PG_URL="host=$THROWAWAY_PG_DIR port=5432 user=fulltime dbname=postgres"
     log "throwaway PostgreSQL running in $THROWAWAY_PG_DIR"

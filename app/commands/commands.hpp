@@ -17,4 +17,8 @@ int migrate_command(const config& cfg);
 /// Prints a signed token (`fulltime token account ID | producer NAME | admin [--ttl SECONDS]`).
 int token_command(const config& cfg, const std::vector<std::string>& args);
 
+/// Drives placements over WebSocket against a running engine and prints figures as JSON
+/// (`fulltime bench-placement --port P --connections N --accounts M ...`).
+int bench_command(const config& cfg, const std::vector<std::string>& args);
+
 }  // namespace fulltime::app
