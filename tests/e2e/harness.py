@@ -84,6 +84,21 @@ class Engine:
         except urllib.error.HTTPError as e:
             return e.code, e.read().decode()
 
+    def post_json(self, path, body, token):
+        """POST a JSON body with a bearer token; returns (status, parsed body or text)."""
+        req = urllib.request.Request(self.url(path), data=json.dumps(body).encode(), method="POST",
+                                     headers={"Authorization": "Bearer " + token,
+                                              "Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(req, timeout=10) as r:
+                status, text = r.status, r.read().decode()
+        except urllib.error.HTTPError as e:
+            status, text = e.code, e.read().decode()
+        try:
+            return status, json.loads(text)
+        except ValueError:
+            return status, text
+
     def get_json(self, path, headers=None):
         status, body = self.get(path, headers)
         return status, json.loads(body)

@@ -1,0 +1,175 @@
+"""End-to-end placement over the public protocol with Python's `websockets` library (not our
+code): the catalog from the feed, an account from the operator API, bets placed and replayed,
+and a SIGKILL of the engine while placements are in flight. Money invariants after each."""
+
+import asyncio
+import json
+import signal
+import unittest
+
+import websockets.client
+
+from harness import Engine, engine_env, run_cli
+from money import assert_money_invariants
+from test_foundation import drop_database, scratch_database
+
+MARKET = {"type": "market", "market_id": 100, "event_id": 10, "name": "Final: winner",
+          "status": "open",
+          "selections": [{"selection_id": 1001, "name": "Home", "odds": "2.50"},
+                         {"selection_id": 1002, "name": "Away", "odds": "3.10"}]}
+
+
+class PlacementTest(unittest.TestCase):
+    def setUp(self):
+        self.db_name, self.db_url = scratch_database()
+        self.env = engine_env({"FULLTIME_DATABASE_URL": self.db_url})
+        self.admin = self.token("admin")
+        self.producer = self.token("producer", "feed-1")
+        self.bettor = self.token("account", "42")
+
+    def tearDown(self):
+        drop_database(self.db_name)
+
+    def token(self, *args):
+        code, out, err = run_cli(["token", *args], self.env)
+        self.assertEqual(code, 0, err)
+        return out.strip()
+
+    def prepare(self, engine, deposit="100.00"):
+        status, body = engine.post_json("/v1/feed", MARKET, self.producer)
+        self.assertEqual(status, 200, body)
+        status, body = engine.post_json("/v1/accounts", {"account_id": 42, "currency": "EUR"},
+                                        self.admin)
+        self.assertIn(status, (200, 201), body)
+        status, body = engine.post_json("/v1/accounts/42/deposits",
+                                        {"amount": deposit, "key": "dep-1"}, self.admin)
+        self.assertIn(status, (200, 201), body)
+
+    def test_place_replay_and_refusals(self):
+        engine = Engine(self.env)
+        try:
+            engine.wait_ready()
+            self.prepare(engine)
+
+            async def scenario():
+                url = engine.ws_url("/v1/bets")
+                async with websockets.client.connect(
+                        url, extra_headers={"Authorization": "Bearer " + self.bettor}) as ws:
+                    async def ask(message):
+                        await ws.send(json.dumps(message))
+                        return json.loads(await asyncio.wait_for(ws.recv(), 10))
+
+                    place = {"type": "place", "id": "c1", "idempotency_key": "k1",
+                             "selection_id": 1001, "stake": "10.00", "odds": "2.50"}
+                    first = await ask(place)
+                    self.assertEqual(first["type"], "placed", first)
+                    self.assertEqual(first["id"], "c1")
+                    self.assertFalse(first["replayed"])
+                    bet = first["bet"]
+                    self.assertEqual((bet["account_id"], bet["market_id"], bet["selection_id"]),
+                                     (42, 100, 1001))
+                    self.assertEqual((bet["stake"], bet["odds"]), ("10.00", "2.50"))
+                    self.assertEqual(first["balance"], {"available": "90.00", "reserved": "10.00"})
+
+                    again = await ask(dict(place, id="c2"))
+                    self.assertEqual(again["type"], "placed")
+                    self.assertTrue(again["replayed"])
+                    self.assertEqual(again["id"], "c2")
+                    self.assertEqual(again["bet"], bet)
+                    self.assertEqual(again["balance"], first["balance"])
+
+                    reused = await ask(dict(place, id="c3", stake="11.00"))
+                    self.assertEqual((reused["type"], reused["code"]),
+                                     ("rejected", "idempotency_key_reused"))
+
+                    poor = await ask(dict(place, id="c4", idempotency_key="k2", stake="95.00"))
+                    self.assertEqual((poor["type"], poor["code"]), ("rejected", "insufficient_funds"))
+                    # A refusal stays refused when retried with its key, even after a deposit.
+                    status, _ = engine.post_json("/v1/accounts/42/deposits",
+                                                 {"amount": "100.00", "key": "dep-2"}, self.admin)
+                    self.assertIn(status, (200, 201))
+                    still = await ask(dict(place, id="c5", idempotency_key="k2", stake="95.00"))
+                    self.assertEqual((still["type"], still["code"], still.get("replayed")),
+                                     ("rejected", "insufficient_funds", True))
+
+                    changed = await ask(dict(place, id="c6", idempotency_key="k3", odds="2.60"))
+                    self.assertEqual((changed["type"], changed["code"]), ("rejected", "odds_changed"))
+
+                    balance = await ask({"type": "balance", "id": "b1"})
+                    self.assertEqual(balance, {"type": "balance", "id": "b1", "available": "190.00",
+                                               "reserved": "10.00", "currency": "EUR"})
+                    bets = await ask({"type": "bets", "id": "l1", "status": "open", "limit": 10})
+                    self.assertEqual([b["bet_id"] for b in bets["bets"]], [bet["bet_id"]])
+
+                    bad = await ask({"type": "place", "id": "x", "idempotency_key": "k9",
+                                     "selection_id": 1001, "stake": "1.001", "odds": "2.50"})
+                    self.assertEqual((bad["type"], bad["code"]), ("error", "invalid_request"))
+                    ok = await ask({"type": "balance", "id": "b2"})
+                    self.assertEqual(ok["type"], "balance")
+
+            asyncio.run(scenario())
+        finally:
+            self.assertEqual(engine.stop(), 0, engine.log())
+        assert_money_invariants(self, self.db_url)
+
+    def test_sigkill_while_placing_then_retry_every_key(self):
+        total = 300
+        keys = [f"kill-{i}" for i in range(total)]
+        engine = Engine(self.env)
+        engine.wait_ready()
+        self.prepare(engine, deposit="1000.00")
+
+        async def fire_and_kill():
+            url = engine.ws_url("/v1/bets") + "?token=" + self.bettor
+            conns = [await websockets.client.connect(url) for _ in range(10)]
+            replies = 0
+            for i, key in enumerate(keys):
+                await conns[i % 10].send(json.dumps({
+                    "type": "place", "id": key, "idempotency_key": key, "selection_id": 1001,
+                    "stake": "1.00", "odds": "2.50"}))
+
+            async def drain(ws):
+                nonlocal replies
+                try:
+                    while True:
+                        await ws.recv()
+                        replies += 1
+                        if replies == 30:
+                            engine.stop(signal.SIGKILL)
+                except Exception:
+                    pass
+
+            await asyncio.wait_for(asyncio.gather(*(drain(ws) for ws in conns)), 60)
+            return replies
+
+        replies_before_kill = asyncio.run(fire_and_kill())
+        self.assertGreaterEqual(replies_before_kill, 30)
+
+        engine = Engine(self.env)
+        try:
+            engine.wait_ready()
+
+            async def retry_all():
+                url = engine.ws_url("/v1/bets") + "?token=" + self.bettor
+                async with websockets.client.connect(url) as ws:
+                    outcomes = {}
+                    for key in keys:
+                        await ws.send(json.dumps({
+                            "type": "place", "id": key, "idempotency_key": key,
+                            "selection_id": 1001, "stake": "1.00", "odds": "2.50"}))
+                        reply = json.loads(await asyncio.wait_for(ws.recv(), 10))
+                        outcomes[key] = reply
+                    return outcomes
+
+            outcomes = asyncio.run(retry_all())
+        finally:
+            self.assertEqual(engine.stop(), 0, engine.log())
+        self.assertTrue(all(r["type"] == "placed" for r in outcomes.values()), outcomes)
+        self.assertEqual(len({r["bet"]["bet_id"] for r in outcomes.values()}), total)
+        # Some were placed before the kill (replayed now), the rest only now.
+        self.assertTrue(any(r["replayed"] for r in outcomes.values()))
+        assert_money_invariants(self, self.db_url)
+
+
+if __name__ == "__main__":
+    unittest.main()
