@@ -191,7 +191,6 @@ void server::start() {
         fail(ec);
     }
     st.port = st.acceptor.local_endpoint().port();
-    log::info("listening on " + st.settings.host + ":" + std::to_string(st.port));
     asio::co_spawn(st.acceptor.get_executor(),
                    detail::accept_loop(state_, detail::gate_entry(*state_)), asio::detached);
 }

@@ -130,6 +130,7 @@ embedded_cluster embedded_cluster::start(const config& cfg) {
             const std::string fallback = "/var/lib/fulltime/clusters/" + short_hash(state_dir);
             log::warn("user " + c.owner_->user + " cannot reach " + c.root_dir_ +
                       "; the private cluster lives in " + fallback + " instead");
+            fs::remove(c.root_dir_, ec);  // the empty directory just made; ignore failure
             c.root_dir_ = fallback;
             make_directory("/var/lib/fulltime/clusters", std::nullopt, 0755);
             make_directory(c.root_dir_, c.owner_, 0700);
