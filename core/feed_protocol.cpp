@@ -216,12 +216,12 @@ parsed<std::string> optional_timestamp(const json& message, std::string_view fie
 
 std::string_view to_string(market_status s) noexcept {
     switch (s) {
-    case market_status::open:
-        return "open";
-    case market_status::suspended:
-        return "suspended";
-    case market_status::closed:
-        return "closed";
+        case market_status::open:
+            return "open";
+        case market_status::suspended:
+            return "suspended";
+        case market_status::closed:
+            return "closed";
     }
     return "unknown";
 }
@@ -244,9 +244,9 @@ parsed<market_message> parse_market(const json& message) {
         return input_error{"message must be a JSON object"};
     }
     if (auto unknown = refuse_unknown_fields(
-            message, {"market_id", "event_id", "event_name", "name", "status", "selections",
-                      "stake_min", "stake_max", "liability_limit", "exposure_shards",
-                      "settle_deadline_at"})) {
+            message,
+            {"market_id", "event_id", "event_name", "name", "status", "selections", "stake_min",
+             "stake_max", "liability_limit", "exposure_shards", "settle_deadline_at"})) {
         return *unknown;
     }
     market_message m;
@@ -292,8 +292,8 @@ parsed<market_message> parse_market(const json& message) {
         return fail("selections", "must not be empty");
     }
     if (selections->size() > selections_per_message_max) {
-        return fail("selections", "has more than " + std::to_string(selections_per_message_max) +
-                                      " entries");
+        return fail("selections",
+                    "has more than " + std::to_string(selections_per_message_max) + " entries");
     }
     std::set<std::int64_t> seen;
     for (std::size_t i = 0; i < selections->size(); ++i) {
@@ -387,8 +387,7 @@ parsed<status_message> parse_status(const json& message) {
         return input_error{"message must be a JSON object"};
     }
     const auto type = message.find("type");
-    if (type == message.end() || !type->is_string() ||
-        (*type != "suspend" && *type != "resume")) {
+    if (type == message.end() || !type->is_string() || (*type != "suspend" && *type != "resume")) {
         return fail("type", "must be \"suspend\" or \"resume\"");
     }
     if (auto unknown = refuse_unknown_fields(message, {"market_id"})) {
@@ -421,8 +420,8 @@ parsed<account_request> parse_account_request(const json& body) {
     if (!currency) {
         return currency.error();
     }
-    if (currency->size() != 3 ||
-        !std::all_of(currency->begin(), currency->end(), [](char c) { return c >= 'A' && c <= 'Z'; })) {
+    if (currency->size() != 3 || !std::all_of(currency->begin(), currency->end(),
+                                              [](char c) { return c >= 'A' && c <= 'Z'; })) {
         return fail("currency", "must be three upper-case letters such as \"EUR\"");
     }
     r.currency = std::move(*currency);
@@ -514,8 +513,7 @@ std::optional<std::int64_t> parse_timestamp_us(std::string_view text) noexcept {
         const bool west = text[pos] == '-';
         const auto oh = digits(text, pos + 1, 2);
         const auto om = digits(text, pos + 4, 2);
-        if (!oh || !om || pos + 3 >= text.size() || text[pos + 3] != ':' || *oh > 23 ||
-            *om > 59) {
+        if (!oh || !om || pos + 3 >= text.size() || text[pos + 3] != ':' || *oh > 23 || *om > 59) {
             return std::nullopt;
         }
         offset_s = (static_cast<std::int64_t>(*oh) * 3600 + static_cast<std::int64_t>(*om) * 60) *
@@ -529,7 +527,7 @@ std::optional<std::int64_t> parse_timestamp_us(std::string_view text) noexcept {
     }
     const std::int64_t days = days_from_civil(*year, *month, *day);
     const std::int64_t local_s = days * 86'400 + static_cast<std::int64_t>(*hour) * 3600 +
-                                static_cast<std::int64_t>(*minute) * 60 + *second;
+                                 static_cast<std::int64_t>(*minute) * 60 + *second;
     const std::int64_t utc_s = local_s - offset_s;
     if (utc_s < 0) {
         return std::nullopt;

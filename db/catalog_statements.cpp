@@ -102,9 +102,7 @@ catalog_result refusal(catalog_status status, std::string message) {
     return r;
 }
 
-std::string market_text(std::int64_t market_id) {
-    return "market " + std::to_string(market_id);
-}
+std::string market_text(std::int64_t market_id) { return "market " + std::to_string(market_id); }
 
 struct stored_market {
     std::int64_t event_id = 0;
@@ -134,9 +132,9 @@ outcome<stored_market> read_market(const result& r) {
 std::optional<catalog_result> check_limits(std::int64_t stake_min, std::int64_t stake_max,
                                            std::int64_t liability_limit, std::int32_t shards) {
     if (stake_min > stake_max) {
-        return refusal(catalog_status::invalid,
-                       "stake_min " + money::format_amount(stake_min) + " would be above stake_max " +
-                           money::format_amount(stake_max));
+        return refusal(catalog_status::invalid, "stake_min " + money::format_amount(stake_min) +
+                                                    " would be above stake_max " +
+                                                    money::format_amount(stake_max));
     }
     if (liability_limit < shards) {
         return refusal(catalog_status::invalid,
@@ -178,8 +176,8 @@ asio::awaitable<outcome<decided>> market_body(feed::market_message m, market_def
     const std::string status(feed::to_string(m.status.value_or(feed::market_status::open)));
     if (auto bad = check_limits(create_stake_min, create_stake_max, create_limit, create_shards)) {
         // Only refused here if the market is new; an update is checked against stored values.
-        auto exists = co_await conn.query("SELECT 1 FROM markets WHERE market_id = $1",
-                                          params{m.market_id});
+        auto exists =
+            co_await conn.query("SELECT 1 FROM markets WHERE market_id = $1", params{m.market_id});
         if (!exists) {
             co_return exists.error();
         }
@@ -204,21 +202,21 @@ asio::awaitable<outcome<decided>> market_body(feed::market_message m, market_def
             if (!progress) {
                 co_return progress.error();
             }
-            auto selections = co_await conn.query(upsert_selections_sql,
-                                                  params{m.market_id, selections_json(m)});
+            auto selections =
+                co_await conn.query(upsert_selections_sql, params{m.market_id, selections_json(m)});
             if (!selections) {
                 co_return selections.error();
             }
-            auto foreign = co_await conn.query(foreign_selection_sql,
-                                               params{m.market_id, selections_json(m)});
+            auto foreign =
+                co_await conn.query(foreign_selection_sql, params{m.market_id, selections_json(m)});
             if (!foreign) {
                 co_return foreign.error();
             }
             if (foreign->rows() > 0) {
-                co_return discard(refusal(
-                    catalog_status::conflict,
-                    "selection " + std::string(foreign->text(0, 0)) + " belongs to market " +
-                        std::string(foreign->text(0, 1))));
+                co_return discard(refusal(catalog_status::conflict,
+                                          "selection " + std::string(foreign->text(0, 0)) +
+                                              " belongs to market " +
+                                              std::string(foreign->text(0, 1))));
             }
             catalog_result created;
             created.created = true;
@@ -239,10 +237,10 @@ asio::awaitable<outcome<decided>> market_body(feed::market_message m, market_def
         co_return stored.error();
     }
     if (stored->event_id != m.event_id) {
-        co_return discard(refusal(catalog_status::conflict,
-                                  market_text(m.market_id) + " belongs to event " +
-                                      std::to_string(stored->event_id) +
-                                      "; its event cannot change"));
+        co_return discard(refusal(catalog_status::conflict, market_text(m.market_id) +
+                                                                " belongs to event " +
+                                                                std::to_string(stored->event_id) +
+                                                                "; its event cannot change"));
     }
     if (stored->status == "closed") {
         if (m.status == feed::market_status::closed) {
@@ -264,11 +262,11 @@ asio::awaitable<outcome<decided>> market_body(feed::market_message m, market_def
     if (auto bad = check_limits(stake_min, stake_max, limit, stored->exposure_shards)) {
         co_return discard(std::move(*bad));
     }
-    const std::string new_status = m.status ? std::string(feed::to_string(*m.status))
-                                            : stored->status;
-    auto updated = co_await conn.query(update_market_sql,
-                                       params{m.market_id, m.name, new_status, stake_min,
-                                              stake_max, limit, m.settle_deadline_at});
+    const std::string new_status =
+        m.status ? std::string(feed::to_string(*m.status)) : stored->status;
+    auto updated = co_await conn.query(
+        update_market_sql,
+        params{m.market_id, m.name, new_status, stake_min, stake_max, limit, m.settle_deadline_at});
     if (!updated) {
         co_return updated.error();
     }
@@ -279,11 +277,10 @@ asio::awaitable<outcome<decided>> market_body(feed::market_message m, market_def
             co_return spread.error();
         }
         if (spread->affected_rows() != stored->exposure_shards) {
-            co_return discard(refusal(
-                catalog_status::conflict,
-                "liability_limit " + money::format_amount(limit) +
-                    " is below the liability some exposure shards of " +
-                    market_text(m.market_id) + " already hold"));
+            co_return discard(refusal(catalog_status::conflict,
+                                      "liability_limit " + money::format_amount(limit) +
+                                          " is below the liability some exposure shards of " +
+                                          market_text(m.market_id) + " already hold"));
         }
     }
     auto selections =
@@ -341,8 +338,8 @@ asio::awaitable<outcome<decided>> odds_body(feed::odds_message m, connection& co
 }
 
 asio::awaitable<outcome<decided>> status_body(feed::status_message m, connection& conn) {
-    auto updated = co_await conn.query(
-        update_status_sql, params{m.market_id, std::string(feed::to_string(m.target))});
+    auto updated = co_await conn.query(update_status_sql,
+                                       params{m.market_id, std::string(feed::to_string(m.target))});
     if (!updated) {
         co_return updated.error();
     }
@@ -357,18 +354,18 @@ asio::awaitable<outcome<decided>> status_body(feed::status_message m, connection
 
 std::string_view to_string(catalog_status s) noexcept {
     switch (s) {
-    case catalog_status::applied:
-        return "applied";
-    case catalog_status::invalid:
-        return "invalid_request";
-    case catalog_status::unknown_market:
-        return "unknown_market";
-    case catalog_status::unknown_selection:
-        return "unknown_selection";
-    case catalog_status::market_closed:
-        return "market_closed";
-    case catalog_status::conflict:
-        return "conflict";
+        case catalog_status::applied:
+            return "applied";
+        case catalog_status::invalid:
+            return "invalid_request";
+        case catalog_status::unknown_market:
+            return "unknown_market";
+        case catalog_status::unknown_selection:
+            return "unknown_selection";
+        case catalog_status::market_closed:
+            return "market_closed";
+        case catalog_status::conflict:
+            return "conflict";
     }
     return "unknown";
 }

@@ -69,9 +69,11 @@ outcome<account_row> read_account(const result& r) {
 }
 
 // One attempt of a deposit or withdrawal, inside the transaction run_short_transaction opened.
-asio::awaitable<outcome<detail::decision<transfer_result>>> transfer_body(
-    transfer_kind kind, std::int64_t account_id, std::string entry_key, std::int64_t amount_minor,
-    connection& conn) {
+asio::awaitable<outcome<detail::decision<transfer_result>>> transfer_body(transfer_kind kind,
+                                                                          std::int64_t account_id,
+                                                                          std::string entry_key,
+                                                                          std::int64_t amount_minor,
+                                                                          connection& conn) {
     using detail::discard;
     using detail::keep;
     transfer_result out;
@@ -99,8 +101,8 @@ asio::awaitable<outcome<detail::decision<transfer_result>>> transfer_body(
         if (!id || !currency || !amount || !created_at) {
             co_return failure{errc::bad_result, {}, "unexpected ledger row"};
         }
-        out.status = *amount == amount_minor ? transfer_status::replayed
-                                              : transfer_status::key_reused;
+        out.status =
+            *amount == amount_minor ? transfer_status::replayed : transfer_status::key_reused;
         out.transfer_id = *id;
         out.amount_minor = *amount;
         out.currency = std::move(*currency);
@@ -215,8 +217,8 @@ asio::awaitable<outcome<transfer_result>> apply_transfer(connection& conn, trans
                                                          std::size_t* retries) {
     auto done = co_await detail::run_short_transaction<transfer_result>(
         conn, options, lock_retries_max,
-        std::bind_front(transfer_body, kind, account_id,
-                        transfer_entry_key(kind, account_id, key), amount_minor),
+        std::bind_front(transfer_body, kind, account_id, transfer_entry_key(kind, account_id, key),
+                        amount_minor),
         retries);
     co_return done;
 }

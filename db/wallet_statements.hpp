@@ -34,9 +34,10 @@ struct create_account_result {
 
 /// Creates the account with zero balances, or finds it (idempotent). A stored account with
 /// another currency is `currency_conflict` and is left as it is.
-boost::asio::awaitable<outcome<create_account_result>> create_account(
-    connection& conn, std::int64_t account_id, std::string currency,
-    transaction_options options);
+boost::asio::awaitable<outcome<create_account_result>> create_account(connection& conn,
+                                                                      std::int64_t account_id,
+                                                                      std::string currency,
+                                                                      transaction_options options);
 
 /// Reads one account; nullopt when it does not exist.
 boost::asio::awaitable<outcome<std::optional<account_row>>> find_account(connection& conn,

@@ -142,12 +142,13 @@ TEST_CASE("selections are required and each is checked") {
     CHECK(market_refusal("selections",
                          json::parse(R"([{"selection_id":1,"name":"Home","odds":2.1}])")) ==
           "selections[0].odds: must be a decimal string such as \"10.00\"");
-    CHECK(contains(market_refusal("selections", json::parse(
-                                                    R"([{"selection_id":1,"name":"H","odds":"1.00"}])")),
-                   "selections[0].odds: "));
     CHECK(contains(market_refusal("selections",
-                                  json::parse(R"([{"selection_id":1,"name":"H","odds":"2.123456"}])")),
+                                  json::parse(R"([{"selection_id":1,"name":"H","odds":"1.00"}])")),
                    "selections[0].odds: "));
+    CHECK(contains(
+        market_refusal("selections",
+                       json::parse(R"([{"selection_id":1,"name":"H","odds":"2.123456"}])")),
+        "selections[0].odds: "));
     CHECK(market_refusal("selections",
                          json::parse(R"([{"selection_id":1,"name":"H","odds":"2.1","x":1}])")) ==
           "selections[0]: unknown field \"x\"");
@@ -166,7 +167,8 @@ TEST_CASE("selections are required and each is checked") {
 }
 
 TEST_CASE("market limits are positive decimal strings within bounds") {
-    CHECK(market_refusal("stake_min", 10) == "stake_min: must be a decimal string such as \"10.00\"");
+    CHECK(market_refusal("stake_min", 10) ==
+          "stake_min: must be a decimal string such as \"10.00\"");
     CHECK(contains(market_refusal("stake_min", "0"), "stake_min: "));
     CHECK(contains(market_refusal("stake_min", "-1.00"), "stake_min: "));
     CHECK(contains(market_refusal("stake_max", "1.001"), "stake_max: "));
@@ -178,7 +180,8 @@ TEST_CASE("market limits are positive decimal strings within bounds") {
     CHECK(refusal(feed::parse_market(m)) == "stake_max: must not be below stake_min");
     m["stake_max"] = "5.00";
     CHECK(feed::parse_market(m).has_value());
-    CHECK(market_refusal("exposure_shards", 0) == "exposure_shards: must be an integer from 1 to 64");
+    CHECK(market_refusal("exposure_shards", 0) ==
+          "exposure_shards: must be an integer from 1 to 64");
     CHECK(market_refusal("exposure_shards", 65) ==
           "exposure_shards: must be an integer from 1 to 64");
     CHECK(market_refusal("exposure_shards", "4") ==
@@ -206,15 +209,16 @@ TEST_CASE("settle_deadline_at must be an ISO 8601 date-time with a zone") {
     json m = valid_market();
     m["settle_deadline_at"] = "2025-05-01T18:30:00.123456Z";
     CHECK(feed::parse_market(m)->settle_deadline_at == "2025-05-01T18:30:00.123456Z");
-    for (const char* bad : {"2025-05-01", "2025-05-01T18:30:00", "2025-02-30T00:00:00Z",
-                            "2025-13-01T00:00:00Z", "2025-05-01T24:00:00Z", "2025-05-01 18:30:00Z",
-                            "2025-05-01T18:30:00.1234567Z", "2025-05-01T18:30:00.Z",
-                            "2025-05-01T18:30:00+0200", "1969-12-31T23:59:59Z", "tomorrow",
-                            "2025-05-01T18:30:00Zjunk"}) {
+    for (const char* bad :
+         {"2025-05-01", "2025-05-01T18:30:00", "2025-02-30T00:00:00Z", "2025-13-01T00:00:00Z",
+          "2025-05-01T24:00:00Z", "2025-05-01 18:30:00Z", "2025-05-01T18:30:00.1234567Z",
+          "2025-05-01T18:30:00.Z", "2025-05-01T18:30:00+0200", "1969-12-31T23:59:59Z", "tomorrow",
+          "2025-05-01T18:30:00Zjunk"}) {
         CAPTURE(bad);
         CHECK(contains(market_refusal("settle_deadline_at", bad), "settle_deadline_at: must be"));
     }
-    CHECK(contains(market_refusal("settle_deadline_at", 1714588200), "settle_deadline_at: must be"));
+    CHECK(
+        contains(market_refusal("settle_deadline_at", 1714588200), "settle_deadline_at: must be"));
 }
 
 TEST_CASE("timestamps convert across zones and leap days") {
@@ -239,12 +243,12 @@ TEST_CASE("odds messages are checked field by field") {
     CHECK(ok->market_id == 1);
     CHECK(ok->selection_id == 2);
     CHECK(ok->odds_units == 22000);
-    CHECK(refusal(feed::parse_odds(json::parse(R"({"type":"odds","selection_id":2,"odds":"2"})"))) ==
-          "market_id: is required");
+    CHECK(refusal(feed::parse_odds(json::parse(
+              R"({"type":"odds","selection_id":2,"odds":"2"})"))) == "market_id: is required");
     CHECK(refusal(feed::parse_odds(json::parse(R"({"type":"odds","market_id":1,"odds":"2"})"))) ==
           "selection_id: is required");
-    CHECK(refusal(feed::parse_odds(json::parse(R"({"type":"odds","market_id":1,"selection_id":2})"))) ==
-          "odds: is required");
+    CHECK(refusal(feed::parse_odds(json::parse(
+              R"({"type":"odds","market_id":1,"selection_id":2})"))) == "odds: is required");
     CHECK(contains(refusal(feed::parse_odds(json::parse(
                        R"({"type":"odds","market_id":1,"selection_id":2,"odds":"1.0099"})"))),
                    "odds: "));
@@ -271,15 +275,16 @@ TEST_CASE("suspend and resume name their market") {
 }
 
 TEST_CASE("status names round-trip") {
-    for (auto s : {feed::market_status::open, feed::market_status::suspended,
-                   feed::market_status::closed}) {
+    for (auto s :
+         {feed::market_status::open, feed::market_status::suspended, feed::market_status::closed}) {
         CHECK(feed::status_from_string(feed::to_string(s)) == s);
     }
     CHECK_FALSE(feed::status_from_string("Open"));
 }
 
 TEST_CASE("account creation bodies need an id and a currency code") {
-    const auto ok = feed::parse_account_request(json::parse(R"({"account_id":42,"currency":"EUR"})"));
+    const auto ok =
+        feed::parse_account_request(json::parse(R"({"account_id":42,"currency":"EUR"})"));
     REQUIRE(ok.has_value());
     CHECK(ok->account_id == 42);
     CHECK(ok->currency == "EUR");
@@ -294,8 +299,7 @@ TEST_CASE("account creation bodies need an id and a currency code") {
     CHECK(bad(R"({"account_id":1,"currency":"EU"})") ==
           "currency: must be three upper-case letters such as \"EUR\"");
     CHECK(bad(R"({"account_id":1,"currency":"EURO"})") == "currency: is longer than 3 bytes");
-    CHECK(bad(R"({"account_id":1,"currency":"EUR","balance":"5"})") ==
-          "unknown field \"balance\"");
+    CHECK(bad(R"({"account_id":1,"currency":"EUR","balance":"5"})") == "unknown field \"balance\"");
     CHECK(bad("[1]") == "body must be a JSON object");
 }
 
