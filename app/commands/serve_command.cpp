@@ -8,6 +8,8 @@
 #include "fulltime/core/metrics.hpp"
 #include "fulltime/core/resources.hpp"
 #include "fulltime/db/pool.hpp"
+#include "fulltime/net/feed_endpoint.hpp"
+#include "fulltime/net/operator_routes.hpp"
 #include "fulltime/net/server.hpp"
 
 #include <boost/asio/co_spawn.hpp>
@@ -18,8 +20,10 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/use_future.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
+#include <iterator>
 #include <stdexcept>
 
 namespace fulltime::app {
@@ -81,6 +85,11 @@ int serve_command(const config& cfg) {
     services.metrics = &registry;
     services.token_secret = secret;
     services.migrations = resources::migrations();
+    auto feed = net::make_feed_endpoint(cfg, pools, registry);
+    services.feed = std::move(feed.handlers);
+    services.routes = std::move(feed.routes);
+    std::ranges::move(net::make_operator_routes(cfg, pools, registry),
+                      std::back_inserter(services.routes));
     net::server gateway(ioc, std::move(services));
     gateway.start();
     log::info("listening on http://" + cfg.gateway.host + ":" + std::to_string(gateway.port()));

@@ -1,0 +1,552 @@
+#include "fulltime/core/feed_protocol.hpp"
+
+#include "fulltime/core/money.hpp"
+#include "fulltime/limits.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <limits>
+#include <set>
+
+namespace fulltime::feed {
+
+namespace {
+
+using nlohmann::json;
+
+input_error fail(std::string_view field, std::string_view what) {
+    return input_error{std::string(field) + ": " + std::string(what)};
+}
+
+// Refuses fields this message type does not define. `type` and `id` belong to every message.
+std::optional<input_error> refuse_unknown_fields(const json& message,
+                                                 std::initializer_list<std::string_view> known) {
+    for (const auto& [key, value] : message.items()) {
+        if (key == "type" || key == "id") {
+            continue;
+        }
+        bool found = false;
+        for (auto k : known) {
+            if (k == key) {
+                found = true;
+                break;
+            }
+        }
+        if (!found) {
+            constexpr std::size_t shown_max = 64;
+            return input_error{"unknown field \"" + key.substr(0, shown_max) + "\""};
+        }
+    }
+    return std::nullopt;
+}
+
+// Reads a required positive integer id. JSON floats ("1.0") and numbers past INT64_MAX are
+// refused rather than rounded.
+parsed<std::int64_t> positive_id(const json& message, std::string_view field) {
+    const auto it = message.find(field);
+    if (it == message.end() || it->is_null()) {
+        return fail(field, "is required");
+    }
+    if (it->is_number_unsigned()) {
+        const auto v = it->get<std::uint64_t>();
+        if (v == 0) {
+            return fail(field, "must be a positive integer");
+        }
+        if (v > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
+            return fail(field, "is too large (at most 9223372036854775807)");
+        }
+        return static_cast<std::int64_t>(v);
+    }
+    if (it->is_number_integer()) {
+        const auto v = it->get<std::int64_t>();
+        if (v <= 0) {
+            return fail(field, "must be a positive integer");
+        }
+        return v;
+    }
+    return fail(field, "must be a positive integer");
+}
+
+// Reads a required string of 1..bytes_max bytes.
+parsed<std::string> bounded_string(const json& message, std::string_view field,
+                                   std::size_t bytes_max) {
+    const auto it = message.find(field);
+    if (it == message.end() || it->is_null()) {
+        return fail(field, "is required");
+    }
+    if (!it->is_string()) {
+        return fail(field, "must be a string");
+    }
+    auto text = it->get<std::string>();
+    if (text.empty()) {
+        return fail(field, "must not be empty");
+    }
+    if (text.size() > bytes_max) {
+        return fail(field, "is longer than " + std::to_string(bytes_max) + " bytes");
+    }
+    // In place: input_error is constructible from a string too (C++20 aggregate init).
+    return parsed<std::string>{boost::system::in_place_value, std::move(text)};
+}
+
+// Reads a required decimal string with a money or odds parser.
+template <class Parser>
+parsed<std::int64_t> decimal(const json& message, std::string_view field, Parser parse) {
+    const auto it = message.find(field);
+    if (it == message.end() || it->is_null()) {
+        return fail(field, "is required");
+    }
+    if (!it->is_string()) {
+        // Numbers are refused: a JSON number may already have lost precision in some producer.
+        return fail(field, "must be a decimal string such as \"10.00\"");
+    }
+    const auto value = parse(it->get<std::string>());
+    if (!value) {
+        return fail(field, money::describe(value.error()));
+    }
+    return *value;
+}
+
+bool has(const json& message, std::string_view field) {
+    const auto it = message.find(field);
+    return it != message.end() && !it->is_null();
+}
+
+parsed<selection_spec> parse_selection(const json& item, std::size_t index) {
+    const std::string where = "selections[" + std::to_string(index) + "]";
+    if (!item.is_object()) {
+        return input_error{where + ": must be an object"};
+    }
+    if (auto unknown = refuse_unknown_fields(item, {"selection_id", "name", "odds"})) {
+        return input_error{where + ": " + unknown->message};
+    }
+    selection_spec s;
+    auto id = positive_id(item, "selection_id");
+    if (!id) {
+        return input_error{where + "." + id.error().message};
+    }
+    s.selection_id = *id;
+    auto name = bounded_string(item, "name", name_bytes_max);
+    if (!name) {
+        return input_error{where + "." + name.error().message};
+    }
+    s.name = std::move(*name);
+    auto odds = decimal(item, "odds", money::parse_odds);
+    if (!odds) {
+        return input_error{where + "." + odds.error().message};
+    }
+    s.odds_units = *odds;
+    return s;
+}
+
+// --- Calendar arithmetic (Howard Hinnant's days_from_civil) -------------------------------------
+
+constexpr std::int64_t days_from_civil(std::int64_t y, unsigned m, unsigned d) noexcept {
+    y -= m <= 2 ? 1 : 0;
+    const std::int64_t era = (y >= 0 ? y : y - 399) / 400;
+    const auto yoe = static_cast<unsigned>(y - era * 400);
+    const unsigned doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
+    const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + static_cast<std::int64_t>(doe) - 719468;
+}
+
+struct civil {
+    std::int64_t year;
+    unsigned month;
+    unsigned day;
+};
+
+constexpr civil civil_from_days(std::int64_t z) noexcept {
+    z += 719468;
+    const std::int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+    const auto doe = static_cast<unsigned>(z - era * 146097);
+    const unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    const std::int64_t y = static_cast<std::int64_t>(yoe) + era * 400;
+    const unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    const unsigned mp = (5 * doy + 2) / 153;
+    const unsigned d = doy - (153 * mp + 2) / 5 + 1;
+    const unsigned m = mp < 10 ? mp + 3 : mp - 9;
+    return {y + (m <= 2 ? 1 : 0), m, d};
+}
+
+static_assert(days_from_civil(1970, 1, 1) == 0);
+static_assert(days_from_civil(2000, 3, 1) == 11017);
+
+constexpr bool is_leap(std::int64_t y) noexcept {
+    return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+}
+
+constexpr unsigned days_in_month(std::int64_t y, unsigned m) noexcept {
+    constexpr std::array<unsigned, 12> days = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    return m == 2 && is_leap(y) ? 29 : days[m - 1];
+}
+
+// Reads exactly `count` digits at `pos` as an unsigned number.
+std::optional<unsigned> digits(std::string_view text, std::size_t pos, std::size_t count) {
+    if (pos + count > text.size()) {
+        return std::nullopt;
+    }
+    unsigned v = 0;
+    for (std::size_t i = pos; i < pos + count; ++i) {
+        const char c = text[i];
+        if (c < '0' || c > '9') {
+            return std::nullopt;
+        }
+        v = v * 10 + static_cast<unsigned>(c - '0');
+    }
+    return v;
+}
+
+parsed<std::string> optional_timestamp(const json& message, std::string_view field) {
+    const auto& value = message.at(field);
+    if (!value.is_string()) {
+        return fail(field, "must be an ISO 8601 date-time string such as \"2025-05-01T18:30:00Z\"");
+    }
+    const auto us = parse_timestamp_us(value.get<std::string>());
+    if (!us) {
+        return fail(field,
+                    "must be an ISO 8601 date-time with a zone, such as \"2025-05-01T18:30:00Z\"");
+    }
+    return parsed<std::string>{boost::system::in_place_value, format_timestamp_us(*us)};
+}
+
+}  // namespace
+
+std::string_view to_string(market_status s) noexcept {
+    switch (s) {
+        case market_status::open:
+            return "open";
+        case market_status::suspended:
+            return "suspended";
+        case market_status::closed:
+            return "closed";
+    }
+    return "unknown";
+}
+
+std::optional<market_status> status_from_string(std::string_view text) noexcept {
+    if (text == "open") {
+        return market_status::open;
+    }
+    if (text == "suspended") {
+        return market_status::suspended;
+    }
+    if (text == "closed") {
+        return market_status::closed;
+    }
+    return std::nullopt;
+}
+
+parsed<market_message> parse_market(const json& message) {
+    if (!message.is_object()) {
+        return input_error{"message must be a JSON object"};
+    }
+    if (auto unknown = refuse_unknown_fields(
+            message,
+            {"market_id", "event_id", "event_name", "name", "status", "selections", "stake_min",
+             "stake_max", "liability_limit", "exposure_shards", "settle_deadline_at"})) {
+        return *unknown;
+    }
+    market_message m;
+    auto market_id = positive_id(message, "market_id");
+    if (!market_id) {
+        return market_id.error();
+    }
+    m.market_id = *market_id;
+    auto event_id = positive_id(message, "event_id");
+    if (!event_id) {
+        return event_id.error();
+    }
+    m.event_id = *event_id;
+    if (has(message, "event_name")) {
+        auto event_name = bounded_string(message, "event_name", name_bytes_max);
+        if (!event_name) {
+            return event_name.error();
+        }
+        m.event_name = std::move(*event_name);
+    }
+    auto name = bounded_string(message, "name", name_bytes_max);
+    if (!name) {
+        return name.error();
+    }
+    m.name = std::move(*name);
+
+    if (has(message, "status")) {
+        const auto& status = message.at("status");
+        if (!status.is_string() || !status_from_string(status.get<std::string>())) {
+            return fail("status", "must be \"open\", \"suspended\" or \"closed\"");
+        }
+        m.status = status_from_string(status.get<std::string>());
+    }
+
+    const auto selections = message.find("selections");
+    if (selections == message.end() || selections->is_null()) {
+        return fail("selections", "is required");
+    }
+    if (!selections->is_array()) {
+        return fail("selections", "must be an array");
+    }
+    if (selections->empty()) {
+        return fail("selections", "must not be empty");
+    }
+    if (selections->size() > selections_per_message_max) {
+        return fail("selections",
+                    "has more than " + std::to_string(selections_per_message_max) + " entries");
+    }
+    std::set<std::int64_t> seen;
+    for (std::size_t i = 0; i < selections->size(); ++i) {
+        auto s = parse_selection((*selections)[i], i);
+        if (!s) {
+            return s.error();
+        }
+        if (!seen.insert(s->selection_id).second) {
+            return input_error{"selections[" + std::to_string(i) + "].selection_id: " +
+                               std::to_string(s->selection_id) + " appears twice"};
+        }
+        m.selections.push_back(std::move(*s));
+    }
+
+    if (has(message, "stake_min")) {
+        auto v = decimal(message, "stake_min", money::parse_positive_amount);
+        if (!v) {
+            return v.error();
+        }
+        m.stake_min_minor = *v;
+    }
+    if (has(message, "stake_max")) {
+        auto v = decimal(message, "stake_max", money::parse_positive_amount);
+        if (!v) {
+            return v.error();
+        }
+        m.stake_max_minor = *v;
+    }
+    if (m.stake_min_minor && m.stake_max_minor && *m.stake_min_minor > *m.stake_max_minor) {
+        return fail("stake_max", "must not be below stake_min");
+    }
+    if (has(message, "liability_limit")) {
+        auto v = decimal(message, "liability_limit", money::parse_positive_amount);
+        if (!v) {
+            return v.error();
+        }
+        m.liability_limit_minor = *v;
+    }
+    if (has(message, "exposure_shards")) {
+        const auto& shards = message.at("exposure_shards");
+        if (!shards.is_number_integer() || shards.get<std::int64_t>() < 1 ||
+            shards.get<std::int64_t>() > exposure_shards_max) {
+            return fail("exposure_shards",
+                        "must be an integer from 1 to " + std::to_string(exposure_shards_max));
+        }
+        m.exposure_shards = static_cast<int>(shards.get<std::int64_t>());
+    }
+    if (m.liability_limit_minor && m.exposure_shards &&
+        *m.liability_limit_minor < *m.exposure_shards) {
+        // Every shard needs a limit of at least one minor unit (the schema's CHECK).
+        return fail("liability_limit", "must be at least exposure_shards minor units");
+    }
+    if (has(message, "settle_deadline_at")) {
+        auto v = optional_timestamp(message, "settle_deadline_at");
+        if (!v) {
+            return v.error();
+        }
+        m.settle_deadline_at = std::move(*v);
+    }
+    return m;
+}
+
+parsed<odds_message> parse_odds(const json& message) {
+    if (!message.is_object()) {
+        return input_error{"message must be a JSON object"};
+    }
+    if (auto unknown = refuse_unknown_fields(message, {"market_id", "selection_id", "odds"})) {
+        return *unknown;
+    }
+    odds_message o;
+    auto market_id = positive_id(message, "market_id");
+    if (!market_id) {
+        return market_id.error();
+    }
+    o.market_id = *market_id;
+    auto selection_id = positive_id(message, "selection_id");
+    if (!selection_id) {
+        return selection_id.error();
+    }
+    o.selection_id = *selection_id;
+    auto odds = decimal(message, "odds", money::parse_odds);
+    if (!odds) {
+        return odds.error();
+    }
+    o.odds_units = *odds;
+    return o;
+}
+
+parsed<status_message> parse_status(const json& message) {
+    if (!message.is_object()) {
+        return input_error{"message must be a JSON object"};
+    }
+    const auto type = message.find("type");
+    if (type == message.end() || !type->is_string() || (*type != "suspend" && *type != "resume")) {
+        return fail("type", "must be \"suspend\" or \"resume\"");
+    }
+    if (auto unknown = refuse_unknown_fields(message, {"market_id"})) {
+        return *unknown;
+    }
+    status_message s;
+    auto market_id = positive_id(message, "market_id");
+    if (!market_id) {
+        return market_id.error();
+    }
+    s.market_id = *market_id;
+    s.target = *type == "suspend" ? market_status::suspended : market_status::open;
+    return s;
+}
+
+parsed<account_request> parse_account_request(const json& body) {
+    if (!body.is_object()) {
+        return input_error{"body must be a JSON object"};
+    }
+    if (auto unknown = refuse_unknown_fields(body, {"account_id", "currency"})) {
+        return *unknown;
+    }
+    account_request r;
+    auto id = positive_id(body, "account_id");
+    if (!id) {
+        return id.error();
+    }
+    r.account_id = *id;
+    auto currency = bounded_string(body, "currency", 3);
+    if (!currency) {
+        return currency.error();
+    }
+    if (currency->size() != 3 || !std::all_of(currency->begin(), currency->end(),
+                                              [](char c) { return c >= 'A' && c <= 'Z'; })) {
+        return fail("currency", "must be three upper-case letters such as \"EUR\"");
+    }
+    r.currency = std::move(*currency);
+    return r;
+}
+
+parsed<transfer_request> parse_transfer_request(const json& body) {
+    if (!body.is_object()) {
+        return input_error{"body must be a JSON object"};
+    }
+    if (auto unknown = refuse_unknown_fields(body, {"amount", "key"})) {
+        return *unknown;
+    }
+    transfer_request r;
+    auto amount = decimal(body, "amount", money::parse_positive_amount);
+    if (!amount) {
+        return amount.error();
+    }
+    r.amount_minor = *amount;
+    auto key = bounded_string(body, "key", limits::idempotency_key_bytes_max);
+    if (!key) {
+        return key.error();
+    }
+    r.key = std::move(*key);
+    return r;
+}
+
+std::optional<std::int64_t> parse_path_id(std::string_view text) noexcept {
+    constexpr std::size_t digits_max = 19;  // INT64_MAX has 19 digits
+    if (text.empty() || text.size() > digits_max || text.front() == '0') {
+        return std::nullopt;
+    }
+    std::uint64_t v = 0;
+    for (char c : text) {
+        if (c < '0' || c > '9') {
+            return std::nullopt;
+        }
+        v = v * 10 + static_cast<std::uint64_t>(c - '0');
+    }
+    if (v > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
+        return std::nullopt;
+    }
+    return static_cast<std::int64_t>(v);
+}
+
+std::optional<std::int64_t> parse_timestamp_us(std::string_view text) noexcept {
+    // YYYY-MM-DDTHH:MM:SS[.f{1,6}](Z|+HH:MM|-HH:MM); 't' and 'z' as RFC 3339 allows.
+    constexpr std::size_t chars_max = 40;
+    if (text.size() < 20 || text.size() > chars_max) {
+        return std::nullopt;
+    }
+    const auto year = digits(text, 0, 4);
+    const auto month = digits(text, 5, 2);
+    const auto day = digits(text, 8, 2);
+    const auto hour = digits(text, 11, 2);
+    const auto minute = digits(text, 14, 2);
+    const auto second = digits(text, 17, 2);
+    if (!year || !month || !day || !hour || !minute || !second || text[4] != '-' ||
+        text[7] != '-' || (text[10] != 'T' && text[10] != 't') || text[13] != ':' ||
+        text[16] != ':') {
+        return std::nullopt;
+    }
+    if (*year < 1970 || *month < 1 || *month > 12 || *day < 1 ||
+        *day > days_in_month(*year, *month) || *hour > 23 || *minute > 59 || *second > 59) {
+        return std::nullopt;
+    }
+    std::size_t pos = 19;
+    std::int64_t fraction_us = 0;
+    if (pos < text.size() && text[pos] == '.') {
+        ++pos;
+        std::size_t count = 0;
+        std::int64_t scale = 100'000;
+        while (pos < text.size() && text[pos] >= '0' && text[pos] <= '9') {
+            if (++count > 6) {
+                return std::nullopt;  // finer than microseconds would be silently truncated
+            }
+            fraction_us += (text[pos] - '0') * scale;
+            scale /= 10;
+            ++pos;
+        }
+        if (count == 0) {
+            return std::nullopt;
+        }
+    }
+    std::int64_t offset_s = 0;
+    if (pos < text.size() && (text[pos] == 'Z' || text[pos] == 'z')) {
+        ++pos;
+    } else if (pos < text.size() && (text[pos] == '+' || text[pos] == '-')) {
+        const bool west = text[pos] == '-';
+        const auto oh = digits(text, pos + 1, 2);
+        const auto om = digits(text, pos + 4, 2);
+        if (!oh || !om || pos + 3 >= text.size() || text[pos + 3] != ':' || *oh > 23 || *om > 59) {
+            return std::nullopt;
+        }
+        offset_s = (static_cast<std::int64_t>(*oh) * 3600 + static_cast<std::int64_t>(*om) * 60) *
+                   (west ? -1 : 1);
+        pos += 6;
+    } else {
+        return std::nullopt;  // a time without a zone is ambiguous
+    }
+    if (pos != text.size()) {
+        return std::nullopt;
+    }
+    const std::int64_t days = days_from_civil(*year, *month, *day);
+    const std::int64_t local_s = days * 86'400 + static_cast<std::int64_t>(*hour) * 3600 +
+                                 static_cast<std::int64_t>(*minute) * 60 + *second;
+    const std::int64_t utc_s = local_s - offset_s;
+    if (utc_s < 0) {
+        return std::nullopt;
+    }
+    return utc_s * 1'000'000 + fraction_us;
+}
+
+std::string format_timestamp_us(std::int64_t us) {
+    const std::int64_t s = us / 1'000'000;
+    const std::int64_t fraction = us % 1'000'000;
+    const std::int64_t days = s / 86'400;
+    const std::int64_t in_day = s % 86'400;
+    const civil c = civil_from_days(days);
+    std::array<char, 64> buf{};
+    std::snprintf(buf.data(), buf.size(), "%04lld-%02u-%02uT%02lld:%02lld:%02lld.%06lldZ",
+                  static_cast<long long>(c.year), c.month, c.day,
+                  static_cast<long long>(in_day / 3600), static_cast<long long>(in_day / 60 % 60),
+                  static_cast<long long>(in_day % 60), static_cast<long long>(fraction));
+    return buf.data();
+}
+
+}  // namespace fulltime::feed
