@@ -280,6 +280,27 @@ config load_config(const std::optional<std::string>& path,
 
     c.actors.scheduler_threads = r.size("actors.scheduler_threads", 0, 256);
     c.actors.request_timeout_ms = r.timeout_ms("actors.request_timeout_ms");
+
+    auto& p = c.placement;
+    p.actors = r.size("placement.actors", 1, limits::pool_size_max);
+    if (p.actors > d.placement.size_max) {
+        fail("'placement.actors' (" + std::to_string(p.actors) +
+             ") must not exceed 'database.pools.placement.size_max' (" +
+             std::to_string(d.placement.size_max) + "): each actor owns one connection");
+    }
+    p.lock_timeout_ms = r.timeout_ms("placement.lock_timeout_ms");
+    p.lock_retries_max = r.size("placement.lock_retries_max", 0, 100);
+    p.idempotency_retention_s = r.integer("placement.idempotency_retention_s", 60, 366LL * 86400);
+    p.purge_batch_max = r.size("placement.purge_batch_max", 1, 100'000);
+    p.purge_interval_ms = r.timeout_ms("placement.purge_interval_ms");
+
+    auto& m = c.markets;
+    m.stake_min_minor = r.integer("markets.stake_min_minor", 1, limits::amount_minor_max);
+    m.stake_max_minor =
+        r.integer("markets.stake_max_minor", m.stake_min_minor, limits::amount_minor_max);
+    m.liability_limit_minor =
+        r.integer("markets.liability_limit_minor", 1, limits::amount_minor_max);
+    m.exposure_shards = r.size("markets.exposure_shards", 1, 64);
     return c;
 }
 

@@ -33,11 +33,14 @@ void check_reachable(const std::string& conninfo, std::int64_t timeout_ms) {
         while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) {
             msg.pop_back();
         }
-        for (auto& ch : msg) {
-            if (ch == '\n') {
-                ch = ' ';
+        std::string one_line;
+        for (char ch : msg) {
+            const bool space = ch == '\n' || ch == '\t' || ch == ' ';
+            if (!space || (!one_line.empty() && one_line.back() != ' ')) {
+                one_line += space ? ' ' : ch;
             }
         }
+        msg = one_line;
         throw std::runtime_error("cannot reach the database at " + redact_conninfo(conninfo) +
                                  ": " + msg);
     }

@@ -108,9 +108,12 @@ class Engine:
             self.proc.wait()
             raise AssertionError("engine did not stop within %ss:\n%s" % (timeout_s, self.log()))
         self._reader.join(5)
+        self.proc.stderr.close()
         return code
 
     def kill(self):
         if self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait()
+        self._reader.join(5)
+        self.proc.stderr.close()

@@ -11,7 +11,8 @@ import unittest
 import uuid
 
 import psycopg
-import websockets
+import websockets.client
+from websockets.exceptions import InvalidStatusCode
 
 from harness import Engine, engine_env, run_cli, test_database_url
 
@@ -69,11 +70,11 @@ class ServeTest(WithDatabase):
                 url = engine.ws_url("/v1/bets")
                 for headers in ({}, {"Authorization": "Bearer nonsense"},
                                 {"Authorization": "Bearer " + producer_token.strip()}):
-                    with self.assertRaises(websockets.exceptions.InvalidStatusCode) as ctx:
-                        async with websockets.connect(url, extra_headers=headers):
+                    with self.assertRaises(InvalidStatusCode) as ctx:
+                        async with websockets.client.connect(url, extra_headers=headers):
                             pass
                     self.assertEqual(ctx.exception.status_code, 401)
-                async with websockets.connect(url + "?token=" + account_token) as ws:
+                async with websockets.client.connect(url + "?token=" + account_token) as ws:
                     await ws.send("{not json")
                     reply = json.loads(await asyncio.wait_for(ws.recv(), 10))
                     self.assertEqual(reply["type"], "error")
@@ -105,8 +106,10 @@ class ErrorsTest(unittest.TestCase):
     def assert_one_line_failure(self, args, env, expected_code, expected_text):
         code, out, err = run_cli(args, env)
         self.assertEqual(code, expected_code, err)
-        self.assertEqual(len(err.strip().splitlines()), 1, err)
-        self.assertIn(expected_text, err)
+        # Log records may precede it; the failure itself is exactly one line.
+        failures = [line for line in err.splitlines() if line.startswith("fulltime: ")]
+        self.assertEqual(len(failures), 1, err)
+        self.assertIn(expected_text, failures[0])
 
     def test_unknown_key_and_bad_values(self):
         with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:

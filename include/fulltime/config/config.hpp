@@ -56,6 +56,24 @@ struct actor_settings {
     std::int64_t request_timeout_ms = 0; ///< deadline of a gateway-to-actor request
 };
 
+/// Holds settings of the placement path.
+struct placement_settings {
+    std::size_t actors = 0;                  ///< placement actors, each owning one connection
+    std::int64_t lock_timeout_ms = 0;        ///< SET LOCAL lock_timeout of a placement
+    std::size_t lock_retries_max = 0;        ///< retries after a lock timeout, then `busy`
+    std::int64_t idempotency_retention_s = 0; ///< keys older than this are purged
+    std::size_t purge_batch_max = 0;         ///< keys deleted per purge transaction
+    std::int64_t purge_interval_ms = 0;      ///< pause between purge rounds
+};
+
+/// Holds the defaults of a market created by the feed without its own limits.
+struct market_defaults {
+    std::int64_t stake_min_minor = 0;
+    std::int64_t stake_max_minor = 0;
+    std::int64_t liability_limit_minor = 0;
+    std::size_t exposure_shards = 0;         ///< shard rows per market (1..64)
+};
+
 /// Holds the whole configuration, validated.
 struct config {
     std::string state_dir;
@@ -65,6 +83,8 @@ struct config {
     embedded_settings embedded;
     gateway_settings gateway;
     actor_settings actors;
+    placement_settings placement;
+    market_defaults markets;
 };
 
 /// Signals a configuration that cannot be used; what() is one line naming the key and why.

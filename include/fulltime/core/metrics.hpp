@@ -8,6 +8,7 @@
 #include <functional>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace fulltime::metrics {
@@ -38,8 +39,23 @@ private:
     std::atomic<std::int64_t> value_{0};
 };
 
-/// Appends Prometheus text lines for series computed at scrape time.
+/// Appends Prometheus text lines for series computed at scrape time. A collector writes its own
+/// HELP/TYPE lines (see append_header) and must not reuse a name registered as a counter or gauge.
 using collector = std::function<void(std::string& out)>;
+
+/// Returns `value` escaped for use inside a quoted label value (backslash, quote, newline).
+std::string escape_label_value(std::string_view value);
+
+/// Returns one label pair `name="value"` with the value escaped.
+std::string label(std::string_view name, std::string_view value);
+
+/// Appends the `# HELP` and `# TYPE` lines of one metric family; `type` is "counter" or "gauge".
+void append_header(std::string& out, std::string_view name, std::string_view help,
+                   std::string_view type);
+
+/// Appends one sample line `name{labels} value`; empty labels omit the braces.
+void append_sample(std::string& out, std::string_view name, std::string_view labels,
+                   std::string_view value);
 
 /// Owns the metrics of one engine instance. Registration happens at startup; references
 /// returned stay valid for the registry's lifetime.
@@ -52,7 +68,8 @@ public:
     gauge& make_gauge(std::string name, std::string help, std::string labels = {});
     /// Adds a collector called on every render.
     void add_collector(collector c);
-    /// Returns every series in the Prometheus text exposition format (version 0.0.4).
+    /// Returns every series in the Prometheus text exposition format (version 0.0.4): each
+    /// family's HELP/TYPE once, its series together in registration order, then collectors.
     std::string render() const;
 
 private:

@@ -51,6 +51,21 @@ public:
     /// Returns whether the connection is idle outside a transaction (PQtransactionStatus IDLE).
     bool idle() const noexcept;
 
+    /// Returns whether a transaction is open on this connection and it can still be ended:
+    /// PQTRANS_INTRANS or PQTRANS_INERROR on a connection that is not lost or timed out.
+    bool in_transaction() const noexcept;
+
+    /// Returns whether an error has aborted the open transaction (PQTRANS_INERROR), so that
+    /// only ROLLBACK can follow.
+    bool in_failed_transaction() const noexcept;
+
+    /// Reads, without waiting, whatever the server sent while the connection sat idle, and
+    /// returns false (marking it broken) when that shows the session is gone: a terminated
+    /// backend or a restarted server leaves an error and end-of-file on the socket. A pool calls
+    /// it before lending an idle connection. A silent network failure is not seen here; it
+    /// surfaces on the next round trip as connection_lost or deadline_exceeded.
+    bool check_alive() noexcept;
+
     /// Returns the server process id of this connection (for tests and diagnostics).
     int backend_pid() const noexcept;
 

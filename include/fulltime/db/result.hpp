@@ -34,6 +34,8 @@ public:
     /// Returns the value at (row, col) converted to T: std::int64_t, std::int32_t, bool,
     /// std::string, std::string_view, or std::optional of those (NULL -> nullopt).
     /// A NULL read as a non-optional, or text that does not parse, is errc::bad_result.
+    /// A std::string_view points into the PGresult: it is valid while this result (or a copy
+    /// of it) lives.
     template <class T>
     outcome<T> get(int row, int col) const;
 

@@ -1,0 +1,58 @@
+#pragma once
+/// Plain HTTP routes served by the gateway next to its WebSocket endpoints: the built-in ones
+/// (/healthz, /readyz, /metrics) and those later features add (POST /v1/feed, the operator API,
+/// /v1/diagnostics, /dashboard).
+
+#include "fulltime/core/token.hpp"
+
+#include <boost/asio/awaitable.hpp>
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace fulltime::net {
+
+/// Holds one HTTP request as a route handler sees it. The body is at most
+/// limits::http_body_bytes_max bytes.
+struct http_request {
+    std::string method;   ///< "GET", "POST", ...
+    std::string path;     ///< the target without its query, e.g. "/v1/accounts/42"
+    std::string query;    ///< after '?', undecoded; empty when absent
+    std::string content_type;
+    std::string body;
+    std::optional<token::claims> claims;  ///< set when the route requires a token
+};
+
+/// Holds the response a route handler returns; the gateway adds framing headers.
+struct http_response {
+    unsigned status = 200;
+    std::string content_type = "application/json";
+    std::string body;
+};
+
+/// Names the token a route requires; the gateway checks it before calling the handler.
+enum class route_auth { none = 0, producer, admin };
+
+/// Produces the response to one request. An exception becomes a 500 with a JSON body.
+using http_handler = std::function<boost::asio::awaitable<http_response>(http_request request)>;
+
+/// Describes one route: a method and an exact path, or a path prefix that matches the prefix
+/// itself and anything under it ("/v1/accounts" matches "/v1/accounts/42").
+struct http_route {
+    std::string name;     ///< bounded label for metrics, e.g. "accounts"
+    std::string method;   ///< upper case, e.g. "GET"
+    std::string path;
+    bool prefix = false;
+    route_auth auth = route_auth::none;
+    http_handler handler;
+};
+
+/// Holds the routes of one gateway; exact paths win over prefixes, longer prefixes over shorter.
+using http_routes = std::vector<http_route>;
+
+/// Returns a JSON body `{"error":code,"message":message}` as the gateway's error responses use.
+http_response json_error(unsigned status, std::string_view code, std::string_view message);
+
+}  // namespace fulltime::net

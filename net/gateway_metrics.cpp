@@ -1,0 +1,129 @@
+#include "net/gateway_metrics.hpp"
+
+#include "fulltime/db/pool.hpp"
+
+#include <cstdio>
+#include <functional>
+#include <vector>
+
+namespace fulltime::net::detail {
+
+namespace {
+
+std::string endpoint_label(ws_endpoint e) {
+    return metrics::label("endpoint", path_of(e));
+}
+
+}  // namespace
+
+gateway_metrics::gateway_metrics(metrics::registry& r)
+    : open_connections(r.make_gauge("fulltime_gateway_open_connections",
+                                    "Client connections open on the gateway (HTTP and WebSocket).")),
+      rejected_connections(
+          r.make_counter("fulltime_gateway_rejected_connections_total",
+                         "Connections refused with 503 because connections_max was reached.")),
+      frames_too_big(r.make_counter("fulltime_ws_frames_too_big_total",
+                                    "WebSocket messages over frame_bytes_max, closed with 1009.")),
+      busy(r.make_counter("fulltime_ws_busy_total",
+                          "WebSocket requests refused as busy over the in-flight limit.")),
+      slow_consumers(r.make_counter(
+          "fulltime_ws_slow_consumers_total",
+          "WebSocket sessions closed because the client did not drain its write queue.")),
+      handler_errors(r.make_counter("fulltime_ws_handler_errors_total",
+                                    "WebSocket message handlers that threw (internal error).")),
+      sessions_bets_(r.make_gauge("fulltime_gateway_websocket_sessions",
+                                  "Open WebSocket sessions by endpoint.",
+                                  endpoint_label(ws_endpoint::bets))),
+      sessions_feed_(r.make_gauge("fulltime_gateway_websocket_sessions",
+                                  "Open WebSocket sessions by endpoint.",
+                                  endpoint_label(ws_endpoint::feed))),
+      messages_bets_(r.make_counter("fulltime_ws_messages_total",
+                                    "WebSocket messages received by endpoint.",
+                                    endpoint_label(ws_endpoint::bets))),
+      messages_feed_(r.make_counter("fulltime_ws_messages_total",
+                                    "WebSocket messages received by endpoint.",
+                                    endpoint_label(ws_endpoint::feed))) {}
+
+void gateway_metrics::count_request(std::string_view route, unsigned code) {
+    std::lock_guard lock(mutex_);
+    auto it = requests_.find(std::make_pair(std::string(route), code));
+    if (it == requests_.end()) {
+        requests_.emplace(std::make_pair(std::string(route), code), 1);
+    } else {
+        ++it->second;
+    }
+}
+
+void gateway_metrics::render_requests(std::string& out) const {
+    constexpr std::string_view name = "fulltime_http_requests_total";
+    metrics::append_header(out, name, "HTTP responses by route name and status code.",
+                           "counter");
+    std::lock_guard lock(mutex_);
+    for (const auto& [key, count] : requests_) {
+        const std::string labels = metrics::label("route", key.first) + "," +
+                                   metrics::label("code", std::to_string(key.second));
+        metrics::append_sample(out, name, labels, std::to_string(count));
+    }
+}
+
+metrics::gauge& gateway_metrics::websocket_sessions(ws_endpoint e) noexcept {
+    return e == ws_endpoint::bets ? sessions_bets_ : sessions_feed_;
+}
+
+metrics::counter& gateway_metrics::ws_messages(ws_endpoint e) noexcept {
+    return e == ws_endpoint::bets ? messages_bets_ : messages_feed_;
+}
+
+void render_pool_metrics(const db::pools& pools, std::string& out) {
+    std::vector<db::pool_stats> stats;
+    for (const db::pool* p : pools.all()) {
+        if (p != nullptr) {
+            stats.push_back(p->stats());
+        }
+    }
+    struct family {
+        std::string_view name;
+        std::string_view help;
+        std::string_view type;
+        std::function<std::string(const db::pool_stats&)> value;
+    };
+    const auto num = [](auto v) { return std::to_string(v); };
+    const family families[] = {
+        {"fulltime_db_pool_in_use", "Connections lent out.", "gauge",
+         [&](const db::pool_stats& s) { return num(s.in_use); }},
+        {"fulltime_db_pool_idle", "Open connections waiting to be lent.", "gauge",
+         [&](const db::pool_stats& s) { return num(s.idle); }},
+        {"fulltime_db_pool_opening", "Connections being opened.", "gauge",
+         [&](const db::pool_stats& s) { return num(s.opening); }},
+        {"fulltime_db_pool_waiting", "Acquires waiting for a connection.", "gauge",
+         [&](const db::pool_stats& s) { return num(s.waiting); }},
+        {"fulltime_db_pool_size_max", "Connections the pool may open.", "gauge",
+         [&](const db::pool_stats& s) { return num(s.size_max); }},
+        {"fulltime_db_pool_wait_max_seconds", "Longest wait for a connection since start.",
+         "gauge",
+         [](const db::pool_stats& s) {
+             char buf[32];
+             std::snprintf(buf, sizeof buf, "%.6f", static_cast<double>(s.wait_us_max) / 1e6);
+             return std::string(buf);
+         }},
+        {"fulltime_db_pool_acquired_total", "Connections lent.", "counter",
+         [&](const db::pool_stats& s) { return num(s.acquired_total); }},
+        {"fulltime_db_pool_acquire_timeouts_total",
+         "Acquires that gave up after the pool's wait bound.", "counter",
+         [&](const db::pool_stats& s) { return num(s.timeouts_total); }},
+        {"fulltime_db_pool_rejected_total", "Acquires refused because the wait queue was full.",
+         "counter", [&](const db::pool_stats& s) { return num(s.rejected_total); }},
+        {"fulltime_db_pool_broken_total", "Connections discarded as broken.", "counter",
+         [&](const db::pool_stats& s) { return num(s.broken_total); }},
+        {"fulltime_db_pool_connect_failures_total", "Failed attempts to open a connection.",
+         "counter", [&](const db::pool_stats& s) { return num(s.connect_failures_total); }},
+    };
+    for (const auto& f : families) {
+        metrics::append_header(out, f.name, f.help, f.type);
+        for (const auto& s : stats) {
+            metrics::append_sample(out, f.name, metrics::label("pool", s.name), f.value(s));
+        }
+    }
+}
+
+}  // namespace fulltime::net::detail

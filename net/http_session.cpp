@@ -1,0 +1,352 @@
+#include "net/http_session.hpp"
+
+#include "fulltime/limits.hpp"
+#include "net/authorize.hpp"
+#include "net/log.hpp"
+#include "net/router.hpp"
+#include "net/token_extraction.hpp"
+#include "net/ws_session.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http/error.hpp>
+#include <boost/beast/http/parser.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/string_body.hpp>
+#include <boost/beast/http/write.hpp>
+#include <boost/beast/websocket/rfc6455.hpp>
+
+#include <optional>
+
+namespace fulltime::net::detail {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+
+namespace {
+
+// A connection over the limit gets this long to send its request and read the 503.
+constexpr auto refusal_timeout = std::chrono::milliseconds(1000);
+
+// Returns the route label of a WebSocket endpoint in fulltime_http_requests_total.
+std::string_view ws_route_name(ws_endpoint e) {
+    return e == ws_endpoint::bets ? "ws_bets" : "ws_feed";
+}
+
+std::optional<ws_endpoint> endpoint_at(std::string_view path) {
+    if (path == path_of(ws_endpoint::bets)) {
+        return ws_endpoint::bets;
+    }
+    if (path == path_of(ws_endpoint::feed)) {
+        return ws_endpoint::feed;
+    }
+    return std::nullopt;
+}
+
+// Holds a response together with what metrics and framing need to know about it.
+struct routed_response {
+    std::string_view route;  ///< route label; points into the route table or a literal
+    http_response response;
+    std::string allow;       ///< Allow header of a 405
+};
+
+http::response<http::string_body> to_beast(const http_response& r, unsigned version,
+                                           bool keep_alive, std::string_view allow = {}) {
+    http::response<http::string_body> res;
+    res.version(version);
+    res.result(r.status);
+    res.set(http::field::content_type, r.content_type);
+    res.set(http::field::cache_control, "no-store");
+    if (!allow.empty()) {
+        res.set(http::field::allow, allow);
+    }
+    res.body() = r.body;
+    res.keep_alive(keep_alive);
+    res.prepare_payload();
+    return res;
+}
+
+// Serves one accepted connection: a keep-alive loop of requests, until the peer closes, an
+// error, a response that closes, shutdown, or an upgrade that hands the socket to a WebSocket
+// session.
+class http_session final : public tracked_connection,
+                           public std::enable_shared_from_this<http_session> {
+public:
+    http_session(std::shared_ptr<server_state> state, tcp::socket socket, std::uint64_t id)
+        : state_(std::move(state)),
+          entry_(*state_),
+          executor_(socket.get_executor()),
+          stream_(std::move(socket)),
+          id_(id) {}
+
+    ~http_session() override {
+        state_->open_connections.fetch_sub(1);
+        state_->metrics.open_connections.add(-1);
+    }
+
+    const asio::any_io_executor& executor() const noexcept { return executor_; }
+
+    void begin_shutdown() override {
+        asio::post(executor_, [self = shared_from_this()] {
+            self->stopping_ = true;
+            // A connection waiting for its next request has nothing in flight: close it now.
+            if (self->awaiting_request_ && !self->upgraded_) {
+                self->stream_.cancel();
+            }
+        });
+    }
+
+    void force_close() override {
+        asio::post(executor_, [self = shared_from_this()] {
+            self->stopping_ = true;
+            if (!self->upgraded_) {
+                self->stream_.close();
+            }
+        });
+    }
+
+    static asio::awaitable<void> run(std::shared_ptr<http_session> self) {
+        server_state& st = *self->state_;
+        st.track(self->id_, self);
+        // Read after tracking: a shutdown that began before this line either saw this session
+        // in its snapshot or set the flag read here.
+        if (st.stopping.load()) {
+            self->stopping_ = true;
+        }
+        try {
+            co_await self->serve();
+        } catch (const std::exception& e) {
+            log("error", "connection " + std::to_string(self->id_) + ": " + e.what());
+        }
+        if (!self->upgraded_) {
+            boost::system::error_code ignored;
+            self->stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+            self->stream_.close();
+        }
+        st.untrack(self->id_);
+    }
+
+private:
+    asio::awaitable<void> serve() {
+        const auto request_timeout =
+            std::chrono::milliseconds(state_->settings.handshake_timeout_ms);
+        beast::flat_buffer buffer;
+        for (;;) {
+            if (stopping_) {
+                co_return;
+            }
+            http::request_parser<http::string_body> parser;
+            parser.header_limit(static_cast<std::uint32_t>(limits::http_header_bytes_max));
+            parser.body_limit(limits::http_body_bytes_max);
+            stream_.expires_after(request_timeout);
+            awaiting_request_ = true;
+            auto [ec, bytes] = co_await http::async_read(stream_, buffer, parser,
+                                                        asio::as_tuple(asio::use_awaitable));
+            awaiting_request_ = false;
+            if (ec) {
+                co_await refuse_unreadable(ec);
+                co_return;
+            }
+            auto req = parser.release();
+            if (beast::websocket::is_upgrade(req)) {
+                co_await upgrade(std::move(req));
+                co_return;
+            }
+            const bool keep_alive_wanted = req.keep_alive();
+            const unsigned version = req.version();
+            routed_response r = co_await dispatch(std::move(req));
+            state_->metrics.count_request(r.route, r.response.status);
+            const bool keep_alive =
+                keep_alive_wanted && !stopping_ && !state_->stopping.load();
+            const bool written =
+                co_await write(to_beast(r.response, version, keep_alive, r.allow));
+            if (!written || !keep_alive) {
+                co_return;
+            }
+        }
+    }
+
+    // Answers a request that could not be read when an answer helps the client; a timeout, a
+    // reset or a closed connection gets none.
+    asio::awaitable<void> refuse_unreadable(const boost::system::error_code& ec) {
+        http_response r;
+        if (ec == http::error::body_limit) {
+            r = json_error(413, "payload_too_large", "request body is too large");
+        } else if (ec == http::error::header_limit) {
+            r = json_error(431, "headers_too_large", "request headers are too large");
+        } else if (ec.category() == http::make_error_code(http::error::end_of_stream).category() &&
+                   ec != http::error::end_of_stream && ec != http::error::partial_message) {
+            r = json_error(400, "bad_request", "malformed HTTP request");
+        } else {
+            co_return;
+        }
+        state_->metrics.count_request("unmatched", r.status);
+        co_await write(to_beast(r, 11, false));
+    }
+
+    asio::awaitable<bool> write(http::response<http::string_body> res) {
+        stream_.expires_after(std::chrono::milliseconds(state_->settings.handshake_timeout_ms));
+        auto [ec, bytes] =
+            co_await http::async_write(stream_, res, asio::as_tuple(asio::use_awaitable));
+        co_return !ec;
+    }
+
+    asio::awaitable<routed_response> dispatch(http::request<http::string_body> req) {
+        server_state& st = *state_;
+        const auto [path, query] = split(req.target());
+        const std::string method(req.method_string());
+        const route_match m = match_route(st.routes, method, path);
+        if (m.kind == match_kind::not_found) {
+            if (auto ep = endpoint_at(path)) {
+                co_return routed_response{
+                    ws_route_name(*ep),
+                    json_error(426, "upgrade_required", "this endpoint speaks WebSocket"), {}};
+            }
+            co_return routed_response{
+                "unmatched", json_error(404, "not_found", "no such resource"), {}};
+        }
+        if (m.kind == match_kind::method_not_allowed) {
+            co_return routed_response{
+                m.route->name,
+                json_error(405, "method_not_allowed", "method not allowed on this resource"),
+                m.allow};
+        }
+        const http_route& route = *m.route;
+        http_request hreq;
+        if (route.auth != route_auth::none) {
+            const auto kind =
+                route.auth == route_auth::admin ? token::kind::admin : token::kind::producer;
+            auto claims = authorize(extract_token(req[http::field::authorization], query),
+                                    st.svc.token_secret, unix_now_s(), kind);
+            if (!claims) {
+                co_return routed_response{route.name,
+                                          json_error(401, "unauthorized", claims.error()), {}};
+            }
+            hreq.claims = std::move(*claims);
+        }
+        hreq.method = method;
+        hreq.path = std::string(path);
+        hreq.query = std::string(query);
+        hreq.content_type = std::string(req[http::field::content_type]);
+        hreq.body = std::move(req.body());
+        // GCC 12 miscompiles co_await inside a braced initializer: await into a local first.
+        routed_response out{route.name, {}, {}};
+        bool failed = false;
+        try {
+            out.response = co_await route.handler(std::move(hreq));
+        } catch (const std::exception& e) {
+            log("error", "route " + route.name + ": " + e.what());
+            failed = true;
+        }
+        if (failed) {
+            out.response = json_error(500, "internal", "internal error");
+        }
+        co_return out;
+    }
+
+    asio::awaitable<void> upgrade(http::request<http::string_body> req) {
+        server_state& st = *state_;
+        const auto [path, query] = split(req.target());
+        const auto ep = endpoint_at(path);
+        const unsigned version = req.version();
+        if (!ep) {
+            const auto r = json_error(404, "not_found", "no WebSocket endpoint here");
+            st.metrics.count_request("unmatched", r.status);
+            co_await write(to_beast(r, version, false));
+            co_return;
+        }
+        if (stopping_ || st.stopping.load()) {
+            const auto r = json_error(503, "shutting_down", "the server is shutting down");
+            st.metrics.count_request(ws_route_name(*ep), r.status);
+            co_await write(to_beast(r, version, false));
+            co_return;
+        }
+        const auto required = *ep == ws_endpoint::bets ? token::kind::account
+                                                         : token::kind::producer;
+        auto claims = authorize(extract_token(req[http::field::authorization], query),
+                                st.svc.token_secret, unix_now_s(), required);
+        if (!claims) {
+            const auto r = json_error(401, "unauthorized", claims.error());
+            st.metrics.count_request(ws_route_name(*ep), r.status);
+            co_await write(to_beast(r, version, false));
+            co_return;
+        }
+        st.metrics.count_request(ws_route_name(*ep), 101);
+        upgraded_ = true;
+        // The WebSocket stream runs its own handshake and idle timers.
+        stream_.expires_never();
+        co_await run_websocket_session(state_, std::move(stream_), std::move(req), *ep,
+                                       std::move(*claims), id_);
+    }
+
+    std::shared_ptr<server_state> state_;
+    gate_entry entry_;
+    asio::any_io_executor executor_;
+    beast::tcp_stream stream_;
+    std::uint64_t id_;
+    bool stopping_ = false;
+    bool awaiting_request_ = false;
+    bool upgraded_ = false;  ///< stream_ was moved into a WebSocket session
+};
+
+asio::awaitable<void> refuse(std::shared_ptr<server_state> state, tcp::socket socket,
+                             [[maybe_unused]] gate_entry entry) {
+    beast::tcp_stream stream(std::move(socket));
+    beast::flat_buffer buffer;
+    // Read the request's header before answering so that closing does not reset a connection
+    // with unread data, which would lose the 503 on its way to the client.
+    http::request_parser<http::empty_body> parser;
+    parser.header_limit(static_cast<std::uint32_t>(limits::http_header_bytes_max));
+    stream.expires_after(refusal_timeout);
+    auto [read_ec, read_bytes] = co_await http::async_read_header(
+        stream, buffer, parser, asio::as_tuple(asio::use_awaitable));
+    if (!read_ec) {
+        auto res = to_beast(json_error(503, "unavailable", "too many connections"), 11, false);
+        res.set(http::field::retry_after, "1");
+        state->metrics.count_request("refused", 503);
+        // The connection closes whether or not the 503 got through.
+        co_await http::async_write(stream, res, asio::as_tuple(asio::use_awaitable));
+    }
+    boost::system::error_code ignored;
+    stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
+    stream.close();
+    state->rejecting.fetch_sub(1);
+}
+
+void log_exception(std::exception_ptr e) {
+    if (!e) {
+        return;
+    }
+    try {
+        std::rethrow_exception(e);
+    } catch (const std::exception& ex) {
+        log("error", std::string("session: ") + ex.what());
+    } catch (...) {
+        log("error", "session: unknown exception");
+    }
+}
+
+}  // namespace
+
+void start_http_session(std::shared_ptr<server_state> state, tcp::socket socket) {
+    const auto id = state->next_connection_id.fetch_add(1);
+    auto session = std::make_shared<http_session>(std::move(state), std::move(socket), id);
+    auto ex = session->executor();
+    asio::co_spawn(ex, http_session::run(std::move(session)), log_exception);
+}
+
+void start_refusal(std::shared_ptr<server_state> state, tcp::socket socket) {
+    state->rejecting.fetch_add(1);
+    auto ex = socket.get_executor();
+    gate_entry entry(*state);
+    asio::co_spawn(ex, refuse(std::move(state), std::move(socket), std::move(entry)),
+                   log_exception);
+}
+
+}  // namespace fulltime::net::detail

@@ -1,0 +1,243 @@
+#include "fulltime/net/server.hpp"
+
+#include "fulltime/core/assert.hpp"
+#include "fulltime/limits.hpp"
+#include "net/http_session.hpp"
+#include "net/log.hpp"
+#include "net/server_state.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <stdexcept>
+
+namespace fulltime::net {
+
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+
+namespace detail {
+
+namespace {
+
+// Connections over the limit get a 503 from a short coroutine each; beyond this many at once
+// they are closed without a response, so that a flood cannot grow these without bound.
+constexpr std::size_t refusals_max = 64;
+
+// How often shutdown looks at the gate. Polling keeps the gate a plain atomic that sessions on
+// any executor may leave; at 5 ms it costs nothing and adds at most 5 ms to shutdown.
+constexpr auto gate_poll_interval = std::chrono::milliseconds(5);
+
+// After the deadline has force-closed everything, sessions need a moment to observe their
+// errors and unwind; this bounds that wait.
+constexpr auto force_close_grace = std::chrono::milliseconds(1000);
+
+metrics::registry& pick_registry(services& s, std::unique_ptr<metrics::registry>& own) {
+    if (s.metrics != nullptr) {
+        return *s.metrics;
+    }
+    own = std::make_unique<metrics::registry>();
+    return *own;
+}
+
+asio::awaitable<void> accept_loop(std::shared_ptr<server_state> state,
+                                  [[maybe_unused]] gate_entry entry) {
+    for (;;) {
+        auto [ec, socket] =
+            co_await state->acceptor.async_accept(asio::make_strand(state->ioc),
+                                                  asio::as_tuple(asio::use_awaitable));
+        if (state->stopping.load()) {
+            break;
+        }
+        if (ec) {
+            if (ec == asio::error::operation_aborted) {
+                break;
+            }
+            // Out of descriptors or a connection reset before accept: keep serving, but do not
+            // spin on a persistent error.
+            log("warn", "accept: " + ec.message());
+            asio::steady_timer pause(state->ioc, std::chrono::milliseconds(50));
+            co_await pause.async_wait(asio::as_tuple(asio::use_awaitable));
+            continue;
+        }
+        if (state->open_connections.load() >= state->settings.connections_max) {
+            state->metrics.rejected_connections.inc();
+            if (state->rejecting.load() < refusals_max) {
+                start_refusal(state, std::move(socket));
+            } else {
+                boost::system::error_code ignored;
+                socket.close(ignored);
+            }
+            continue;
+        }
+        state->open_connections.fetch_add(1);
+        state->metrics.open_connections.add(1);
+        start_http_session(state, std::move(socket));
+    }
+}
+
+// Waits until the gate is empty or `until` passes; returns whether it emptied.
+asio::awaitable<bool> wait_for_gate(server_state& state,
+                                    std::chrono::steady_clock::time_point until) {
+    asio::steady_timer timer(co_await asio::this_coro::executor);
+    while (state.gate.load() > 0) {
+        const auto now = std::chrono::steady_clock::now();
+        if (now >= until) {
+            co_return false;
+        }
+        timer.expires_after(std::min<std::chrono::steady_clock::duration>(gate_poll_interval,
+                                                                           until - now));
+        co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
+    }
+    co_return true;
+}
+
+}  // namespace
+
+server_state::server_state(asio::io_context& io, services s)
+    : ioc(io),
+      svc(std::move(s)),
+      settings(svc.cfg->gateway),
+      registry(pick_registry(svc, own_metrics)),
+      metrics(registry),
+      acceptor(io) {
+    routes = builtin_routes(*this);
+    for (auto& r : svc.routes) {
+        for (const auto& b : routes) {
+            // A feature may not shadow a built-in route: health checks must stay as they are.
+            FULLTIME_ASSERT(!(b.path == r.path && b.method == r.method && !r.prefix));
+        }
+        routes.push_back(std::move(r));
+    }
+    svc.routes.clear();
+}
+
+void server_state::track(std::uint64_t id, std::weak_ptr<tracked_connection> c) {
+    std::lock_guard lock(mutex_);
+    live_[id] = std::move(c);
+}
+
+void server_state::untrack(std::uint64_t id) {
+    std::lock_guard lock(mutex_);
+    live_.erase(id);
+}
+
+std::vector<std::shared_ptr<tracked_connection>> server_state::live() const {
+    std::vector<std::shared_ptr<tracked_connection>> out;
+    std::lock_guard lock(mutex_);
+    out.reserve(live_.size());
+    for (const auto& [id, weak] : live_) {
+        if (auto c = weak.lock()) {
+            out.push_back(std::move(c));
+        }
+    }
+    return out;
+}
+
+}  // namespace detail
+
+server::server(asio::io_context& ioc, services s) {
+    if (s.cfg == nullptr) {
+        throw std::invalid_argument("net::server needs a configuration");
+    }
+    state_ = std::make_shared<detail::server_state>(ioc, std::move(s));
+    // The collector holds the state weakly: the registry may outlive the server.
+    std::weak_ptr<detail::server_state> weak = state_;
+    state_->registry.add_collector([weak](std::string& out) {
+        if (auto st = weak.lock()) {
+            st->metrics.render_requests(out);
+            if (st->svc.pools != nullptr) {
+                detail::render_pool_metrics(*st->svc.pools, out);
+            }
+        }
+    });
+}
+
+server::~server() = default;
+
+void server::start() {
+    auto& st = *state_;
+    const std::string where = st.settings.host + ":" + std::to_string(st.settings.port);
+    boost::system::error_code ec;
+    const auto address = asio::ip::make_address(st.settings.host, ec);
+    if (ec) {
+        throw std::runtime_error("cannot listen on " + where + ": " + ec.message());
+    }
+    const tcp::endpoint endpoint(address, st.settings.port);
+    const auto fail = [&](const boost::system::error_code& e) {
+        boost::system::error_code ignored;
+        st.acceptor.close(ignored);
+        throw std::runtime_error("cannot listen on " + where + ": " + e.message());
+    };
+    st.acceptor.open(endpoint.protocol(), ec);
+    if (ec) {
+        fail(ec);
+    }
+    st.acceptor.set_option(asio::socket_base::reuse_address(true), ec);
+    if (ec) {
+        fail(ec);
+    }
+    st.acceptor.bind(endpoint, ec);
+    if (ec) {
+        fail(ec);
+    }
+    st.acceptor.listen(asio::socket_base::max_listen_connections, ec);
+    if (ec) {
+        fail(ec);
+    }
+    st.port = st.acceptor.local_endpoint().port();
+    detail::log("info", "listening on " + st.settings.host + ":" + std::to_string(st.port));
+    asio::co_spawn(st.acceptor.get_executor(),
+                   detail::accept_loop(state_, detail::gate_entry(*state_)), asio::detached);
+}
+
+std::uint16_t server::port() const noexcept { return state_->port; }
+
+std::size_t server::open_connections() const noexcept {
+    return state_->open_connections.load();
+}
+
+connection_registry& server::connections() noexcept { return state_->connections; }
+
+asio::awaitable<void> server::shutdown(std::chrono::milliseconds deadline) {
+    auto state = state_;
+    const auto until = std::chrono::steady_clock::now() + deadline;
+    state->stopping.store(true);
+    // The acceptor belongs to the io_context's executor; close it there.
+    asio::post(state->acceptor.get_executor(), [state] {
+        boost::system::error_code ignored;
+        state->acceptor.close(ignored);
+    });
+    auto live = state->live();
+    detail::log("info", "shutting down: " + std::to_string(live.size()) + " connections");
+    for (const auto& c : live) {
+        c->begin_shutdown();
+    }
+    live.clear();
+    const bool drained = co_await detail::wait_for_gate(*state, until);
+    if (drained) {
+        detail::log("info", "shutdown complete");
+        co_return;
+    }
+    live = state->live();
+    detail::log("warn", "shutdown deadline passed: force-closing " +
+                            std::to_string(live.size()) + " connections");
+    for (const auto& c : live) {
+        c->force_close();
+    }
+    live.clear();
+    const bool unwound = co_await detail::wait_for_gate(
+        *state, std::chrono::steady_clock::now() + detail::force_close_grace);
+    if (!unwound) {
+        detail::log("error", std::to_string(state->gate.load()) +
+                                 " coroutines still running after force-close");
+    }
+}
+
+}  // namespace fulltime::net

@@ -1,0 +1,100 @@
+#pragma once
+/// State shared by the server handle, its accept loop and its sessions. Sessions hold it by
+/// shared_ptr so that nothing they touch dies before they do.
+
+#include "fulltime/config/config.hpp"
+#include "fulltime/net/server.hpp"
+#include "net/gateway_metrics.hpp"
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace fulltime::net::detail {
+
+/// Is told about shutdown; implemented by HTTP and WebSocket sessions. Both calls may come from
+/// any thread and post onto the session's own executor.
+class tracked_connection {
+public:
+    virtual ~tracked_connection() = default;
+    /// Finishes in-flight work, then closes (WebSocket: 1001; idle HTTP: at once).
+    virtual void begin_shutdown() = 0;
+    /// Closes the socket now and cancels in-flight handlers.
+    virtual void force_close() = 0;
+};
+
+/// Holds everything the gateway shares between coroutines.
+struct server_state : std::enable_shared_from_this<server_state> {
+    server_state(boost::asio::io_context& io, services s);
+
+    boost::asio::io_context& ioc;
+    services svc;
+    gateway_settings settings;
+    std::unique_ptr<metrics::registry> own_metrics;  ///< when svc.metrics is null
+    metrics::registry& registry;
+    gateway_metrics metrics;
+    connection_registry connections;
+    http_routes routes;  ///< built-in routes, then svc.routes
+    boost::asio::ip::tcp::acceptor acceptor;
+    std::uint16_t port = 0;
+
+    std::atomic<bool> stopping{false};
+    std::atomic<std::size_t> open_connections{0};
+    std::atomic<std::size_t> rejecting{0};  ///< 503 responses being written
+    // The gate (Seastar's): every session, accept loop and detached request coroutine holds an
+    // entry; shutdown completes when it is empty.
+    std::atomic<std::size_t> gate{0};
+    std::atomic<std::uint64_t> next_connection_id{1};
+
+    /// Records a live connection for shutdown; a later call with the same id replaces it (an
+    /// HTTP session that became a WebSocket session).
+    void track(std::uint64_t id, std::weak_ptr<tracked_connection> c);
+    /// Forgets a connection.
+    void untrack(std::uint64_t id);
+    /// Returns the live connections.
+    std::vector<std::shared_ptr<tracked_connection>> live() const;
+
+private:
+    mutable std::mutex mutex_;
+    std::unordered_map<std::uint64_t, std::weak_ptr<tracked_connection>> live_;
+};
+
+/// Holds one gate entry for its lifetime. Taken before a coroutine is spawned and moved into
+/// it, so that the gate never reads empty between spawn and start.
+class gate_entry {
+public:
+    explicit gate_entry(server_state& s) noexcept : state_(&s) { state_->gate.fetch_add(1); }
+    gate_entry(gate_entry&& other) noexcept : state_(std::exchange(other.state_, nullptr)) {}
+    gate_entry& operator=(gate_entry&& other) noexcept {
+        if (this != &other) {
+            leave();
+            state_ = std::exchange(other.state_, nullptr);
+        }
+        return *this;
+    }
+    ~gate_entry() { leave(); }
+    gate_entry(const gate_entry&) = delete;
+    gate_entry& operator=(const gate_entry&) = delete;
+
+private:
+    void leave() noexcept {
+        if (state_ != nullptr) {
+            state_->gate.fetch_sub(1);
+            state_ = nullptr;
+        }
+    }
+    server_state* state_;
+};
+
+/// Returns the built-in routes (/healthz, /readyz, /metrics). They refer to `state`, which owns
+/// them.
+http_routes builtin_routes(server_state& state);
+
+}  // namespace fulltime::net::detail

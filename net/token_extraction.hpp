@@ -1,0 +1,20 @@
+#pragma once
+/// Where a client puts its token: `Authorization: Bearer T` or the query parameter `token=T`
+/// (browsers cannot set headers on a WebSocket upgrade).
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace fulltime::net::detail {
+
+/// Returns the token of an Authorization header value "Bearer T" (scheme case-insensitive).
+std::optional<std::string> bearer_token(std::string_view authorization);
+
+/// Returns the percent-decoded value of the first `name=` parameter of `query`.
+std::optional<std::string> query_param(std::string_view query, std::string_view name);
+
+/// Returns the token from the header if it has one, else from the query.
+std::optional<std::string> extract_token(std::string_view authorization, std::string_view query);
+
+}  // namespace fulltime::net::detail

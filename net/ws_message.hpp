@@ -1,0 +1,42 @@
+#pragma once
+/// Validation of one inbound WebSocket text message, independent of any socket, so that the
+/// rules of the wire protocol ("Malformed input") are unit-tested on their own.
+
+#include "fulltime/net/endpoint_handlers.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <string_view>
+#include <variant>
+
+namespace fulltime::net::detail {
+
+/// Deepest nesting of arrays and objects accepted in a message. Deeper input is refused before
+/// it is parsed, so that no recursive walk (dump, handlers) can exhaust the stack.
+inline constexpr std::size_t json_depth_max = 32;
+
+/// Holds a well-formed request of a known type.
+struct inbound_message {
+    std::string type;
+    nlohmann::json id;    ///< a string or an integer, as received
+    nlohmann::json body;  ///< the whole message object
+};
+
+/// Returns the request in `text`, or the error reply to send for it: invalid_json when it does
+/// not parse, invalid_request when it is not an object, lacks a string "type", has an "id" that
+/// is not a string or integer, or names a type absent from `handlers`. Replies echo "id" as
+/// received (null when there is none).
+std::variant<inbound_message, nlohmann::json> parse_message(std::string_view text,
+                                                            const endpoint_handlers& handlers);
+
+/// Returns `{"type":"error","id":id,"code":code,"message":message}`.
+nlohmann::json error_reply(nlohmann::json id, std::string_view code, std::string_view message);
+
+/// Returns `{"type":"rejected","id":id,"code":"busy","message":message}`.
+nlohmann::json busy_reply(nlohmann::json id, std::string_view message);
+
+/// Returns the compact text of `message`; invalid UTF-8 is replaced rather than thrown.
+std::string to_wire(const nlohmann::json& message);
+
+}  // namespace fulltime::net::detail

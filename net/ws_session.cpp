@@ -1,0 +1,327 @@
+#include "net/ws_session.hpp"
+
+#include "fulltime/limits.hpp"
+#include "net/log.hpp"
+#include "net/ws_message.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/websocket/stream.hpp>
+
+#include <deque>
+#include <map>
+#include <optional>
+
+namespace fulltime::net::detail {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace websocket = beast::websocket;
+
+namespace {
+
+using namespace std::chrono_literals;
+
+// One WebSocket connection. Everything here runs on executor_ (the connection's strand): the
+// read loop, the writer, the request coroutines and the callbacks posted by shutdown and push.
+// Beast allows one outstanding write, so only the writer writes; everyone else enqueues.
+class ws_session final : public tracked_connection,
+                         public push_target,
+                         public std::enable_shared_from_this<ws_session> {
+public:
+    ws_session(std::shared_ptr<server_state> state, beast::tcp_stream stream,
+               ws_endpoint endpoint, token::claims claims, std::uint64_t id)
+        : state_(std::move(state)),
+          executor_(stream.get_executor()),
+          ws_(std::move(stream)),
+          wake_(executor_),
+          close_deadline_(executor_),
+          endpoint_(endpoint),
+          claims_(std::move(claims)),
+          id_(id),
+          handlers_(endpoint == ws_endpoint::bets ? &state_->svc.bets : &state_->svc.feed),
+          inflight_max_(state_->settings.inflight_per_connection_max) {}
+
+    static asio::awaitable<void> run(std::shared_ptr<ws_session> self,
+                                     http::request<http::string_body> request) {
+        using namespace asio::experimental::awaitable_operators;
+        server_state& st = *self->state_;
+        const auto& settings = st.settings;
+        websocket::stream_base::timeout timeouts{};
+        timeouts.handshake_timeout = std::chrono::milliseconds(settings.handshake_timeout_ms);
+        timeouts.idle_timeout = std::chrono::milliseconds(settings.idle_timeout_ms);
+        // Pings at half the idle timeout keep a quiet but live client connected and find a dead
+        // one within the idle timeout.
+        timeouts.keep_alive_pings = true;
+        self->ws_.set_option(timeouts);
+        // Beast fails a read over this size with message_too_big and closes with 1009.
+        self->ws_.read_message_max(settings.frame_bytes_max);
+        self->ws_.set_option(websocket::stream_base::decorator(
+            [](websocket::response_type& res) { res.set(http::field::server, "fulltime"); }));
+        auto [ec] =
+            co_await self->ws_.async_accept(request, asio::as_tuple(asio::use_awaitable));
+        if (ec) {
+            log("info", "connection " + std::to_string(self->id_) +
+                            ": websocket accept failed: " + ec.message());
+            co_return;
+        }
+        st.track(self->id_, self);
+        st.metrics.websocket_sessions(self->endpoint_).add(1);
+        if (self->endpoint_ == ws_endpoint::bets) {
+            st.connections.add(self->claims_.account_id, self->id_, self);
+        }
+        // As in the HTTP session: a shutdown that began before track() is seen here.
+        if (st.stopping.load()) {
+            self->start_draining();
+        }
+        co_await (self->read_loop() && self->write_loop());
+        if (self->endpoint_ == ws_endpoint::bets) {
+            st.connections.remove(self->claims_.account_id, self->id_);
+        }
+        st.metrics.websocket_sessions(self->endpoint_).add(-1);
+        self->finished_ = true;
+        self->close_deadline_.cancel();
+    }
+
+    void begin_shutdown() override {
+        asio::post(executor_, [self = shared_from_this()] { self->start_draining(); });
+    }
+
+    void force_close() override {
+        asio::post(executor_, [self = shared_from_this()] { self->close_now(); });
+    }
+
+    void push(std::string text) override {
+        asio::post(executor_, [self = shared_from_this(), text = std::move(text)]() mutable {
+            self->enqueue(std::move(text));
+        });
+    }
+
+private:
+    asio::awaitable<void> read_loop() {
+        beast::flat_buffer buffer;
+        for (;;) {
+            buffer.clear();
+            auto [ec, bytes] =
+                co_await ws_.async_read(buffer, asio::as_tuple(asio::use_awaitable));
+            if (ec) {
+                if (ec == websocket::error::message_too_big) {
+                    state_->metrics.frames_too_big.inc();
+                    log("info", "connection " + std::to_string(id_) +
+                                    ": message over frame_bytes_max, closed with 1009");
+                }
+                break;
+            }
+            state_->metrics.ws_messages(endpoint_).inc();
+            if (close_code_) {
+                // The session is closing; a late message gets no answer.
+                continue;
+            }
+            if (!ws_.got_text()) {
+                enqueue(to_wire(error_reply(nullptr, "invalid_request",
+                                            "binary frames are not accepted: send JSON text")));
+                continue;
+            }
+            const std::string_view text(static_cast<const char*>(buffer.data().data()),
+                                        buffer.size());
+            auto parsed = parse_message(text, *handlers_);
+            if (auto* reply = std::get_if<nlohmann::json>(&parsed)) {
+                enqueue(to_wire(*reply));
+                continue;
+            }
+            auto& message = std::get<inbound_message>(parsed);
+            if (stopping_) {
+                enqueue(to_wire(busy_reply(std::move(message.id), "the server is shutting down")));
+                continue;
+            }
+            if (inflight_ >= inflight_max_) {
+                // Refused at once and never queued, so memory stays bounded by the limit.
+                state_->metrics.busy.inc();
+                enqueue(to_wire(busy_reply(std::move(message.id), "too many requests in flight")));
+                continue;
+            }
+            start_request(std::move(message));
+        }
+        reading_done_ = true;
+        wake_.cancel();
+        if (!writer_done_) {
+            // The peer is gone or broke the protocol: a write to it may never complete.
+            close_socket();
+        }
+    }
+
+    asio::awaitable<void> write_loop() {
+        for (;;) {
+            if (reading_done_ || closed_now_) {
+                break;
+            }
+            if (!queue_.empty()) {
+                std::string text = std::move(queue_.front());
+                queue_.pop_front();
+                ws_.text(true);
+                auto [ec, bytes] = co_await ws_.async_write(asio::buffer(text),
+                                                            asio::as_tuple(asio::use_awaitable));
+                if (ec) {
+                    break;
+                }
+                continue;
+            }
+            if (close_code_) {
+                // The read loop ends when the client answers the close (error::closed), or when
+                // the close deadline closes the socket.
+                co_await ws_.async_close(websocket::close_reason(*close_code_),
+                                         asio::as_tuple(asio::use_awaitable));
+                break;
+            }
+            wake_.expires_at(asio::steady_timer::time_point::max());
+            co_await wake_.async_wait(asio::as_tuple(asio::use_awaitable));
+        }
+        writer_done_ = true;
+        queue_.clear();
+    }
+
+    void enqueue(std::string text) {
+        if (writer_done_ || close_code_ || closed_now_) {
+            return;
+        }
+        if (queue_.size() >= limits::ws_write_queue_max) {
+            state_->metrics.slow_consumers.inc();
+            log("warn", "connection " + std::to_string(id_) +
+                            ": client does not read its messages, closing");
+            queue_.clear();
+            request_close(websocket::close_code::policy_error);
+            return;
+        }
+        queue_.push_back(std::move(text));
+        wake_.cancel();
+    }
+
+    // Schedules the close frame after what is already queued, with a deadline for the client
+    // to answer (or to drain its queue when the writer is stuck).
+    void request_close(websocket::close_code code) {
+        if (close_code_ || closed_now_) {
+            return;
+        }
+        close_code_ = code;
+        wake_.cancel();
+        close_deadline_.expires_after(
+            std::chrono::milliseconds(state_->settings.handshake_timeout_ms));
+        close_deadline_.async_wait([weak = weak_from_this()](boost::system::error_code ec) {
+            auto self = weak.lock();
+            if (!ec && self && !self->finished_) {
+                self->close_now();
+            }
+        });
+    }
+
+    void start_draining() {
+        stopping_ = true;
+        if (inflight_ == 0) {
+            request_close(websocket::close_code::going_away);
+        }
+    }
+
+    void close_now() {
+        closed_now_ = true;
+        for (auto& [rid, signal] : signals_) {
+            signal.emit(asio::cancellation_type::terminal);
+        }
+        close_socket();
+        wake_.cancel();
+    }
+
+    void close_socket() {
+        boost::system::error_code ignored;
+        beast::get_lowest_layer(ws_).socket().close(ignored);
+    }
+
+    void start_request(inbound_message message) {
+        ++inflight_;
+        const std::uint64_t rid = next_request_id_++;
+        auto& signal = signals_[rid];
+        asio::co_spawn(executor_,
+                       handle(shared_from_this(), gate_entry(*state_), std::move(message)),
+                       asio::bind_cancellation_slot(
+                           signal.slot(), [self = shared_from_this(), rid](std::exception_ptr) {
+                               // The signal must outlive the coroutine's use of it; erase it
+                               // only after the spawned thread has fully unwound.
+                               asio::post(self->executor_,
+                                          [self, rid] { self->signals_.erase(rid); });
+                           }));
+    }
+
+    static asio::awaitable<void> handle(std::shared_ptr<ws_session> self,
+                                        [[maybe_unused]] gate_entry entry,
+                                        inbound_message message) {
+        nlohmann::json reply;
+        bool failed = false;
+        try {
+            const auto& handler = self->handlers_->find(message.type)->second;
+            const request_context context{self->claims_, self->id_, self->endpoint_,
+                                          self->executor_};
+            reply = co_await handler(context, std::move(message.body));
+        } catch (const std::exception& e) {
+            log("error", "connection " + std::to_string(self->id_) + ": handler of \"" +
+                             message.type + "\" failed: " + e.what());
+            failed = true;
+        } catch (...) {
+            log("error", "connection " + std::to_string(self->id_) + ": handler of \"" +
+                             message.type + "\" failed");
+            failed = true;
+        }
+        if (failed) {
+            self->state_->metrics.handler_errors.inc();
+            reply = error_reply(std::move(message.id), "internal", "internal error");
+        }
+        --self->inflight_;
+        self->enqueue(to_wire(reply));
+        if (self->stopping_ && self->inflight_ == 0) {
+            self->request_close(websocket::close_code::going_away);
+        }
+    }
+
+    std::shared_ptr<server_state> state_;
+    asio::any_io_executor executor_;
+    websocket::stream<beast::tcp_stream> ws_;
+    asio::steady_timer wake_;            ///< the writer sleeps on it; cancel() wakes it
+    asio::steady_timer close_deadline_;  ///< bounds the closing handshake
+    ws_endpoint endpoint_;
+    token::claims claims_;
+    std::uint64_t id_;
+    const endpoint_handlers* handlers_;
+    std::size_t inflight_max_;
+
+    std::deque<std::string> queue_;  ///< at most limits::ws_write_queue_max
+    std::size_t inflight_ = 0;       ///< at most inflight_max_
+    std::uint64_t next_request_id_ = 1;
+    std::map<std::uint64_t, asio::cancellation_signal> signals_;  ///< one per in-flight request
+    std::optional<websocket::close_code> close_code_;  ///< set once: the close to send
+    bool stopping_ = false;      ///< shutdown began: finish in-flight requests, take no more
+    bool reading_done_ = false;
+    bool writer_done_ = false;
+    bool closed_now_ = false;    ///< socket closed without a handshake
+    bool finished_ = false;
+};
+
+}  // namespace
+
+asio::awaitable<void> run_websocket_session(std::shared_ptr<server_state> state,
+                                            beast::tcp_stream stream,
+                                            http::request<http::string_body> request,
+                                            ws_endpoint endpoint, token::claims claims,
+                                            std::uint64_t connection_id) {
+    auto session = std::make_shared<ws_session>(std::move(state), std::move(stream), endpoint,
+                                                std::move(claims), connection_id);
+    co_await ws_session::run(std::move(session), std::move(request));
+}
+
+}  // namespace fulltime::net::detail

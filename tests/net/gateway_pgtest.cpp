@@ -1,0 +1,590 @@
+// The gateway in-process on an ephemeral port, with real pools on a scratch database, driven by
+// the blocking test client from this thread while the io_context runs on another.
+
+#include "fulltime/config/config.hpp"
+#include "fulltime/core/metrics.hpp"
+#include "fulltime/core/token.hpp"
+#include "fulltime/db/migrations.hpp"
+#include "fulltime/db/pool.hpp"
+#include "fulltime/net/server.hpp"
+#include "support/http_client.hpp"
+#include "support/pg_support.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/use_future.hpp>
+
+#include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <future>
+#include <set>
+#include <stdexcept>
+#include <thread>
+
+namespace {
+
+namespace asio = boost::asio;
+namespace net = fulltime::net;
+namespace token = fulltime::token;
+using fulltime::test::http_call;
+using fulltime::test::http_get;
+using fulltime::test::ws_client;
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+const std::string secret = "gateway-test-secret";
+
+std::int64_t now_s() {
+    return std::chrono::duration_cast<std::chrono::seconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
+
+std::string account_token(std::int64_t account_id = 42, std::int64_t ttl_s = 3600,
+                          const std::string& key = secret) {
+    token::claims c;
+    c.kind = token::kind::account;
+    c.account_id = account_id;
+    c.expires_at_s = now_s() + ttl_s;
+    return token::sign(c, key);
+}
+
+std::string producer_token() {
+    token::claims c;
+    c.kind = token::kind::producer;
+    c.producer = "feed-1";
+    c.expires_at_s = now_s() + 3600;
+    return token::sign(c, secret);
+}
+
+fulltime::test::header_list bearer(const std::string& t) {
+    return {{"Authorization", "Bearer " + t}};
+}
+
+// Counts concurrent executions of the slow test handler.
+struct probe {
+    std::atomic<int> running{0};
+    std::atomic<int> running_max{0};
+    std::atomic<int> done{0};
+};
+
+asio::awaitable<json> slow_reply(std::shared_ptr<probe> p, json message,
+                                 std::chrono::milliseconds delay) {
+    const int now = ++p->running;
+    int seen = p->running_max.load();
+    while (now > seen && !p->running_max.compare_exchange_weak(seen, now)) {
+    }
+    asio::steady_timer timer(co_await asio::this_coro::executor, delay);
+    co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
+    --p->running;
+    ++p->done;
+    co_return json{{"type", "slow_done"}, {"id", message["id"]}};
+}
+
+asio::awaitable<json> echo_reply(std::int64_t account_id, std::uint64_t connection_id,
+                                 json message) {
+    co_return json{{"type", "echoed"},
+                   {"id", message["id"]},
+                   {"account_id", account_id},
+                   {"connection_id", connection_id}};
+}
+
+asio::awaitable<json> throwing_reply(json) {
+    throw std::runtime_error("test handler failure");
+    co_return json{};
+}
+
+asio::awaitable<bool> apply_migrations(fulltime::db::pool* pool,
+                                       std::vector<fulltime::resources::migration_source> m) {
+    auto conn = co_await pool->acquire();
+    if (!conn) {
+        co_return false;
+    }
+    auto report = co_await fulltime::db::migrate(**conn, std::move(m));
+    co_return report.has_value();
+}
+
+const std::vector<fulltime::resources::migration_source> probe_migrations = {
+    {"0001_gateway_probe.sql", "CREATE TABLE gateway_probe (id integer PRIMARY KEY)"}};
+
+struct gateway_options {
+    bool pools = true;
+    std::string pools_url;  ///< empty: the scratch database
+    std::chrono::milliseconds slow_delay = 400ms;
+    std::function<void(fulltime::config&)> configure;
+};
+
+gateway_options without_pools(std::chrono::milliseconds slow_delay = 400ms) {
+    gateway_options o;
+    o.pools = false;
+    o.slow_delay = slow_delay;
+    return o;
+}
+
+// Owns a scratch database, pools, a server and the thread running them. Members are declared
+// so that the registry and the io_context outlive the sessions destroyed with the io_context.
+class gateway {
+public:
+    explicit gateway(gateway_options options = {}) {
+        cfg_.gateway.host = "127.0.0.1";
+        cfg_.gateway.port = 0;
+        cfg_.gateway.connections_max = 16;
+        cfg_.gateway.frame_bytes_max = 1024;
+        cfg_.gateway.inflight_per_connection_max = 4;
+        cfg_.gateway.handshake_timeout_ms = 2000;
+        cfg_.gateway.idle_timeout_ms = 10000;
+        cfg_.gateway.shutdown_deadline_ms = 2000;
+        cfg_.database.url = db_.url();
+        cfg_.database.connect_timeout_ms = 1000;
+        cfg_.database.statement_timeout_ms = 2000;
+        cfg_.database.query_timeout_ms = 2000;
+        for (auto* p : {&cfg_.database.placement, &cfg_.database.settlement, &cfg_.database.read,
+                        &cfg_.database.background}) {
+            *p = fulltime::pool_settings{2, 16, 1000};
+        }
+        if (options.configure) {
+            options.configure(cfg_);
+        }
+        net::services s;
+        s.cfg = &cfg_;
+        s.metrics = &registry_;
+        s.token_secret = secret;
+        s.migrations = probe_migrations;
+        const auto delay = options.slow_delay;
+        s.bets["slow"] = [p = probe_, delay](const net::request_context&, json m) {
+            return slow_reply(p, std::move(m), delay);
+        };
+        s.bets["echo"] = [](const net::request_context& ctx, json m) {
+            return echo_reply(ctx.claims.account_id, ctx.connection_id, std::move(m));
+        };
+        s.bets["boom"] = [](const net::request_context&, json m) {
+            return throwing_reply(std::move(m));
+        };
+        s.feed["echo"] = s.bets["echo"];
+        if (options.pools) {
+            const auto url = options.pools_url.empty() ? db_.url() : options.pools_url;
+            pools_ = fulltime::db::pools::make(ioc_.get_executor(), cfg_.database, url, url);
+            s.pools = &pools_;
+        }
+        server_ = std::make_unique<net::server>(ioc_, std::move(s));
+        server_->start();
+        thread_ = std::thread([this] { ioc_.run(); });
+    }
+
+    ~gateway() {
+        try {
+            stop();
+        } catch (const std::exception& e) {
+            MESSAGE("stopping the gateway: " << e.what());
+        }
+    }
+
+    gateway(const gateway&) = delete;
+    gateway& operator=(const gateway&) = delete;
+
+    std::uint16_t port() const { return server_->port(); }
+    net::server& server() { return *server_; }
+    probe& slow_probe() { return *probe_; }
+
+    /// Runs `task` on the gateway's io_context and waits for it (bounded).
+    template <class T>
+    T on_loop(asio::awaitable<T> task, std::chrono::milliseconds timeout = 10s) {
+        auto fut = asio::co_spawn(ioc_, std::move(task), asio::use_future);
+        if (fut.wait_for(timeout) != std::future_status::ready) {
+            throw std::runtime_error("task on the gateway's loop timed out");
+        }
+        return fut.get();
+    }
+
+    /// Starts shutdown on the loop; the future completes with it.
+    std::future<void> begin_shutdown(std::chrono::milliseconds deadline) {
+        shut_down_ = true;
+        return asio::co_spawn(ioc_, server_->shutdown(deadline), asio::use_future);
+    }
+
+    bool migrate() { return on_loop(apply_migrations(pools_.background.get(), probe_migrations)); }
+
+    std::string metrics() { return http_get(port(), "/metrics").body; }
+
+    void stop() {
+        if (!thread_.joinable()) {
+            return;
+        }
+        if (!shut_down_) {
+            auto f = begin_shutdown(2000ms);
+            f.wait_for(5s);
+        }
+        asio::co_spawn(ioc_, close_pools(&pools_), asio::use_future).wait_for(5s);
+        work_.reset();
+        ioc_.stop();
+        thread_.join();
+    }
+
+private:
+    static asio::awaitable<void> close_pools(fulltime::db::pools* p) {
+        p->close();
+        co_return;
+    }
+
+    fulltime::test::scratch_database db_;
+    fulltime::metrics::registry registry_;
+    fulltime::config cfg_;
+    std::shared_ptr<probe> probe_ = std::make_shared<probe>();
+    asio::io_context ioc_;
+    asio::executor_work_guard<asio::io_context::executor_type> work_ =
+        asio::make_work_guard(ioc_);
+    fulltime::db::pools pools_;
+    std::unique_ptr<net::server> server_;
+    std::thread thread_;
+    bool shut_down_ = false;
+};
+
+// Polls `condition` until it holds or `timeout` passes.
+bool eventually(const std::function<bool()>& condition, std::chrono::milliseconds timeout = 3s) {
+    const auto until = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < until) {
+        if (condition()) {
+            return true;
+        }
+        std::this_thread::sleep_for(10ms);
+    }
+    return condition();
+}
+
+ws_client open_bets(std::uint16_t port, const std::string& t) {
+    ws_client c(port);
+    const auto r = c.upgrade("/v1/bets", bearer(t));
+    REQUIRE(r.status == 101);
+    return c;
+}
+
+json read_json(ws_client& c) {
+    const auto r = c.read();
+    REQUIRE_MESSAGE(r.text.has_value(), "no message: closed=" << r.closed << " code="
+                                                              << r.close_code << " " << r.error);
+    return json::parse(*r.text);
+}
+
+bool contains(const std::string& haystack, const std::string& needle) {
+    return haystack.find(needle) != std::string::npos;
+}
+
+}  // namespace
+
+TEST_CASE("healthz answers without the database; unknown paths and methods answer JSON") {
+    gateway g(without_pools());
+    auto r = http_get(g.port(), "/healthz");
+    CHECK(r.status == 200);
+    CHECK(json::parse(r.body) == json{{"status", "ok"}});
+    CHECK(r.header("Content-Type") == "application/json");
+
+    r = http_get(g.port(), "/nope");
+    CHECK(r.status == 404);
+    CHECK(json::parse(r.body)["error"] == "not_found");
+
+    r = http_call(g.port(), "POST", "/healthz");
+    CHECK(r.status == 405);
+    CHECK(r.header("Allow") == "GET");
+    CHECK(json::parse(r.body)["error"] == "method_not_allowed");
+
+    r = http_get(g.port(), "/v1/bets");
+    CHECK(r.status == 426);
+    CHECK(json::parse(r.body)["error"] == "upgrade_required");
+}
+
+TEST_CASE("readyz is 503 until the migrations are applied, then 200") {
+    gateway g;
+    auto r = http_get(g.port(), "/readyz");
+    CHECK(r.status == 503);
+    CHECK(json::parse(r.body) == json{{"status", "not_ready"}, {"reason", "migrations pending"}});
+    REQUIRE(g.migrate());
+    r = http_get(g.port(), "/readyz");
+    CHECK(r.status == 200);
+    CHECK(json::parse(r.body) == json{{"status", "ready"}});
+}
+
+TEST_CASE("readyz reports an unreachable database quickly") {
+    SUBCASE("no pools") {
+        gateway g(without_pools());
+        const auto r = http_get(g.port(), "/readyz");
+        CHECK(r.status == 503);
+        CHECK(json::parse(r.body)["reason"] == "database unreachable");
+    }
+    SUBCASE("nothing listens where the pools point") {
+        gateway_options options;
+        options.pools_url = "host=127.0.0.1 port=1 dbname=nothing";
+        gateway g(options);
+        const auto started = std::chrono::steady_clock::now();
+        const auto r = http_get(g.port(), "/readyz");
+        CHECK(r.status == 503);
+        CHECK(json::parse(r.body)["reason"] == "database unreachable");
+        CHECK(std::chrono::steady_clock::now() - started < 4s);
+    }
+}
+
+TEST_CASE("metrics exposes pool, gateway and request series in the text format") {
+    gateway g;
+    REQUIRE(http_get(g.port(), "/healthz").status == 200);
+    REQUIRE(http_get(g.port(), "/nope").status == 404);
+    const auto r = http_get(g.port(), "/metrics");
+    CHECK(r.status == 200);
+    CHECK(r.header("Content-Type").starts_with("text/plain; version=0.0.4"));
+    const std::string& m = r.body;
+    CHECK(contains(m, "fulltime_db_pool_in_use{pool=\"placement\"} 0\n"));
+    CHECK(contains(m, "fulltime_db_pool_size_max{pool=\"background\"} 2\n"));
+    CHECK(contains(m, "fulltime_db_pool_waiting{pool=\"read\"} 0\n"));
+    CHECK(contains(m, "fulltime_db_pool_wait_max_seconds{pool=\"settlement\"} "));
+    CHECK(contains(m, "# TYPE fulltime_db_pool_acquire_timeouts_total counter\n"));
+    CHECK(contains(m, "fulltime_db_pool_rejected_total{pool=\"placement\"} 0\n"));
+    CHECK(contains(m, "fulltime_db_pool_broken_total{pool=\"placement\"} 0\n"));
+    CHECK(contains(m, "fulltime_http_requests_total{route=\"healthz\",code=\"200\"} 1\n"));
+    CHECK(contains(m, "fulltime_http_requests_total{route=\"unmatched\",code=\"404\"} 1\n"));
+    CHECK(contains(m, "fulltime_gateway_websocket_sessions{endpoint=\"/v1/bets\"} 0\n"));
+    CHECK(contains(m, "fulltime_gateway_open_connections "));
+    CHECK(contains(m, "fulltime_gateway_rejected_connections_total 0\n"));
+    CHECK(contains(m, "fulltime_ws_frames_too_big_total 0\n"));
+    CHECK(contains(m, "fulltime_ws_busy_total 0\n"));
+    // One header per family, even for families with several series.
+    std::size_t headers = 0;
+    for (auto pos = m.find("# TYPE fulltime_db_pool_in_use "); pos != std::string::npos;
+         pos = m.find("# TYPE fulltime_db_pool_in_use ", pos + 1)) {
+        ++headers;
+    }
+    CHECK(headers == 1);
+}
+
+TEST_CASE("upgrades to /v1/bets need an unexpired account token") {
+    gateway g(without_pools());
+    const auto refused = [&](const std::string& target, const fulltime::test::header_list& h) {
+        ws_client c(g.port());
+        const auto r = c.upgrade(target, h);
+        CHECK(r.status == 401);
+        const auto body = json::parse(r.body);
+        CHECK(body["error"] == "unauthorized");
+        CHECK(body["message"].is_string());
+        return body["message"].get<std::string>();
+    };
+    CHECK(contains(refused("/v1/bets", {}), "missing"));
+    CHECK(contains(refused("/v1/bets", bearer(producer_token())), "account"));
+    CHECK(contains(refused("/v1/bets", bearer(account_token(42, -10))), "invalid token"));
+    refused("/v1/bets", bearer("ft1.garbage.token"));
+    refused("/v1/bets", bearer(account_token(42, 3600, "another-secret")));
+    refused("/v1/bets", {{"Authorization", "Basic " + account_token()}});
+    refused("/v1/feed", bearer(account_token()));
+
+    {
+        ws_client c(g.port());
+        CHECK(c.upgrade("/v1/bets", bearer(account_token())).status == 101);
+    }
+    {
+        ws_client c(g.port());
+        CHECK(c.upgrade("/v1/bets?token=" + account_token()).status == 101);
+    }
+    {
+        ws_client c(g.port());
+        CHECK(c.upgrade("/v1/feed", bearer(producer_token())).status == 101);
+    }
+    {
+        ws_client c(g.port());
+        CHECK(c.upgrade("/v1/elsewhere", bearer(account_token())).status == 404);
+    }
+}
+
+TEST_CASE("malformed messages get error replies and the connection keeps working") {
+    gateway g(without_pools());
+    auto c = open_bets(g.port(), account_token(42));
+
+    c.send_text("this is not json");
+    json e = read_json(c);
+    CHECK(e == json{{"type", "error"}, {"id", nullptr}, {"code", "invalid_json"},
+                    {"message", e["message"]}});
+
+    c.send_text(R"({"type":"place","id":"c1"})");
+    e = read_json(c);
+    CHECK(e["type"] == "error");
+    CHECK(e["code"] == "invalid_request");
+    CHECK(e["id"] == "c1");
+
+    c.send_text(R"({"type":"nope","id":7})");
+    e = read_json(c);
+    CHECK(e["code"] == "invalid_request");
+    CHECK(e["id"] == 7);
+
+    c.send_text(R"({"id":"no-type"})");
+    e = read_json(c);
+    CHECK(e["code"] == "invalid_request");
+    CHECK(e["id"] == "no-type");
+
+    c.send_binary(R"({"type":"echo","id":"bin"})");
+    e = read_json(c);
+    CHECK(e["code"] == "invalid_request");
+    CHECK(e["id"].is_null());
+
+    c.send_text(R"({"type":"boom","id":"b1"})");
+    e = read_json(c);
+    CHECK(e == json{{"type", "error"}, {"id", "b1"}, {"code", "internal"},
+                    {"message", "internal error"}});
+
+    c.send_text(R"({"type":"echo","id":"e1"})");
+    e = read_json(c);
+    CHECK(e["type"] == "echoed");
+    CHECK(e["id"] == "e1");
+    CHECK(e["account_id"] == 42);
+    CHECK(e["connection_id"].get<std::uint64_t>() > 0);
+}
+
+TEST_CASE("a message over frame_bytes_max closes the connection with 1009") {
+    gateway g(without_pools());
+    auto c = open_bets(g.port(), account_token());
+    // Just under the limit is served.
+    const std::string padding(900, 'p');
+    c.send_text(R"({"type":"echo","id":"big-ok","pad":")" + padding + "\"}");
+    CHECK(read_json(c)["id"] == "big-ok");
+
+    c.send_text(R"({"type":"echo","id":"too-big","pad":")" + std::string(2000, 'p') + "\"}");
+    const auto r = c.read();
+    CHECK_FALSE(r.text.has_value());
+    // Beast sends the 1009 close frame, then tears the connection down without waiting for the
+    // client's answer, so the client may see the handshake end in an error after the frame.
+    CHECK_MESSAGE(r.close_code == 1009, r.error);
+    CHECK(eventually([&] { return contains(g.metrics(), "fulltime_ws_frames_too_big_total 1\n"); }));
+}
+
+TEST_CASE("requests over the in-flight limit are refused as busy at once") {
+    gateway g(without_pools(500ms));
+    auto c = open_bets(g.port(), account_token());
+    constexpr int sent = 10;
+    for (int i = 0; i < sent; ++i) {
+        c.send_text(json{{"type", "slow"}, {"id", "s" + std::to_string(i)}}.dump());
+    }
+    std::vector<json> replies;
+    for (int i = 0; i < sent; ++i) {
+        replies.push_back(read_json(c));
+    }
+    std::set<std::string> busy;
+    std::set<std::string> done;
+    for (const auto& r : replies) {
+        if (r["type"] == "rejected") {
+            CHECK(r["code"] == "busy");
+            CHECK(r["message"] == "too many requests in flight");
+            busy.insert(r["id"].get<std::string>());
+        } else {
+            CHECK(r["type"] == "slow_done");
+            done.insert(r["id"].get<std::string>());
+        }
+    }
+    CHECK(done == std::set<std::string>{"s0", "s1", "s2", "s3"});
+    CHECK(busy == std::set<std::string>{"s4", "s5", "s6", "s7", "s8", "s9"});
+    // Busy replies do not wait for the slow ones.
+    for (int i = 0; i < 6; ++i) {
+        CHECK(replies[static_cast<std::size_t>(i)]["type"] == "rejected");
+    }
+    CHECK(g.slow_probe().running_max.load() == 4);
+    CHECK(g.slow_probe().done.load() == 4);
+    // Capacity comes back once the slow requests are done.
+    c.send_text(R"({"type":"slow","id":"again"})");
+    CHECK(read_json(c)["id"] == "again");
+    CHECK(contains(g.metrics(), "fulltime_ws_busy_total 6\n"));
+}
+
+TEST_CASE("connections over connections_max are refused with 503") {
+    auto options = without_pools();
+    options.configure = [](fulltime::config& c) { c.gateway.connections_max = 2; };
+    gateway g(options);
+    auto a = open_bets(g.port(), account_token());
+    auto b = open_bets(g.port(), account_token());
+    CHECK(g.server().open_connections() == 2);
+    auto r = http_get(g.port(), "/healthz");
+    CHECK(r.status == 503);
+    CHECK(json::parse(r.body)["error"] == "unavailable");
+    {
+        ws_client refused(g.port());
+        CHECK(refused.upgrade("/v1/bets", bearer(account_token())).status == 503);
+    }
+    a.close();
+    REQUIRE(eventually([&] { return g.server().open_connections() == 1; }));
+    r = http_get(g.port(), "/healthz");
+    CHECK(r.status == 200);
+    CHECK(contains(g.metrics(), "fulltime_gateway_rejected_connections_total 2\n"));
+}
+
+TEST_CASE("graceful shutdown lets an in-flight request finish, then closes with 1001") {
+    gateway g(without_pools(600ms));
+    auto c = open_bets(g.port(), account_token());
+    fulltime::test::http_connection idle(g.port());
+    REQUIRE(idle.get("/healthz").status == 200);
+
+    c.send_text(R"({"type":"slow","id":"s1"})");
+    REQUIRE(eventually([&] { return g.slow_probe().running.load() == 1; }));
+    const auto started = std::chrono::steady_clock::now();
+    auto done = g.begin_shutdown(5000ms);
+
+    // An idle keep-alive connection closes at once; nothing new is accepted.
+    CHECK(idle.closed_by_peer(1000ms));
+    CHECK(eventually([&] {
+        try {
+            http_get(g.port(), "/healthz");
+            return false;
+        } catch (const std::exception&) {
+            return true;
+        }
+    }));
+
+    const json reply = read_json(c);
+    CHECK(reply == json{{"type", "slow_done"}, {"id", "s1"}});
+    const auto closing = c.read();
+    CHECK(closing.closed);
+    CHECK(closing.close_code == 1001);
+
+    REQUIRE(done.wait_for(3s) == std::future_status::ready);
+    done.get();
+    CHECK(std::chrono::steady_clock::now() - started < 3s);
+    CHECK(g.server().open_connections() == 0);
+}
+
+TEST_CASE("shutdown force-closes work still running at its deadline") {
+    gateway g(without_pools(5000ms));
+    auto c = open_bets(g.port(), account_token());
+    c.send_text(R"({"type":"slow","id":"s1"})");
+    REQUIRE(eventually([&] { return g.slow_probe().running.load() == 1; }));
+    const auto started = std::chrono::steady_clock::now();
+    auto done = g.begin_shutdown(300ms);
+    REQUIRE(done.wait_for(3s) == std::future_status::ready);
+    done.get();
+    const auto took = std::chrono::steady_clock::now() - started;
+    CHECK(took >= 300ms);
+    CHECK(took < 2s);
+    CHECK(g.server().open_connections() == 0);
+    // The handler was cancelled rather than left running for its five seconds.
+    CHECK(g.slow_probe().running.load() == 0);
+    const auto r = c.read();
+    CHECK_FALSE(r.text.has_value());
+    CHECK(r.close_code != 1001);
+}
+
+TEST_CASE("pushes reach every open /v1/bets session of the account and no other") {
+    gateway g(without_pools());
+    auto a1 = open_bets(g.port(), account_token(42));
+    auto a2 = open_bets(g.port(), account_token(42));
+    auto b = open_bets(g.port(), account_token(43));
+    REQUIRE(eventually([&] { return g.server().connections().sessions(42) == 2; }));
+    const json settled{{"type", "bet_settled"}, {"bet_id", 7}, {"version", 1},
+                       {"outcome", "won"}, {"payout", "25.00"}};
+    CHECK(g.server().connections().push(42, settled) == 2);
+    CHECK(read_json(a1) == settled);
+    CHECK(read_json(a2) == settled);
+    CHECK(g.server().connections().push(99, settled) == 0);
+    b.send_text(R"({"type":"echo","id":"b"})");
+    CHECK(read_json(b)["type"] == "echoed");
+    a1.close();
+    CHECK(eventually([&] { return g.server().connections().sessions(42) == 1; }));
+}
