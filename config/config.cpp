@@ -282,7 +282,11 @@ config load_config(const std::optional<std::string>& path,
     c.actors.request_timeout_ms = r.timeout_ms("actors.request_timeout_ms");
 
     auto& p = c.placement;
-    p.actors = r.size("placement.actors", 1, limits::pool_size_max);
+    // 0: one actor per placement connection.
+    p.actors = r.size("placement.actors", 0, limits::pool_size_max);
+    if (p.actors == 0) {
+        p.actors = d.placement.size_max;
+    }
     if (p.actors > d.placement.size_max) {
         fail("'placement.actors' (" + std::to_string(p.actors) +
              ") must not exceed 'database.pools.placement.size_max' (" +

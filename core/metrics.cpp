@@ -86,8 +86,8 @@ counter& registry::make_counter(std::string name, std::string help, std::string 
         FULLTIME_ASSERT(s.name != name || s.labels != labels);
     }
     counter& c = counters_.emplace_back();
-    series_.push_back(series{std::move(name), std::move(help), std::move(labels), true, &c,
-                             nullptr});
+    series_.push_back(
+        series{std::move(name), std::move(help), std::move(labels), true, &c, nullptr});
     return c;
 }
 
@@ -98,8 +98,8 @@ gauge& registry::make_gauge(std::string name, std::string help, std::string labe
         FULLTIME_ASSERT(s.name != name || s.labels != labels);
     }
     gauge& g = gauges_.emplace_back();
-    series_.push_back(series{std::move(name), std::move(help), std::move(labels), false,
-                             nullptr, &g});
+    series_.push_back(
+        series{std::move(name), std::move(help), std::move(labels), false, nullptr, &g});
     return g;
 }
 
@@ -128,8 +128,8 @@ std::string registry::render() const {
                     continue;
                 }
                 done[j] = true;
-                const std::string value = s.is_counter ? std::to_string(s.c->value())
-                                                       : std::to_string(s.g->value());
+                const std::string value =
+                    s.is_counter ? std::to_string(s.c->value()) : std::to_string(s.g->value());
                 append_sample(out, s.name, s.labels, value);
             }
         }

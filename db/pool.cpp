@@ -229,7 +229,10 @@ pool_waiter::~pool_waiter() {
 
 asio::awaitable<outcome<pooled_connection>> pool_state::acquire(std::shared_ptr<pool_state> self) {
     pool_state& s = *self;
-    FULLTIME_DEBUG_ASSERT((co_await asio::this_coro::executor) == s.executor_);
+    // The pool is single-threaded: callers run on its executor or on a strand of the same
+    // single-threaded io_context (the gateway's sessions), so compare execution contexts.
+    FULLTIME_DEBUG_ASSERT(&asio::query(co_await asio::this_coro::executor, asio::execution::context) ==
+                          &asio::query(s.executor_, asio::execution::context));
     if (s.closed_) {
         co_return make_failure(errc::pool_closed, "pool " + s.name_ + " is closed");
     }

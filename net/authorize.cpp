@@ -8,12 +8,12 @@ namespace {
 
 std::string_view kind_name(token::kind k) noexcept {
     switch (k) {
-    case token::kind::account:
-        return "an account";
-    case token::kind::producer:
-        return "a producer";
-    case token::kind::admin:
-        return "an admin";
+        case token::kind::account:
+            return "an account";
+        case token::kind::producer:
+            return "a producer";
+        case token::kind::admin:
+            return "an admin";
     }
     return "a valid";
 }

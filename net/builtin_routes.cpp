@@ -113,18 +113,16 @@ asio::awaitable<http_response> metrics_page(server_state& state) {
 
 http_routes builtin_routes(server_state& state) {
     http_routes routes;
-    routes.push_back(http_route{
-        "healthz", "GET", "/healthz", false, route_auth::none,
-        [](http_request) -> asio::awaitable<http_response> {
-            co_return status_body(200, {{"status", "ok"}});
-        }});
+    routes.push_back(http_route{"healthz", "GET", "/healthz", false, route_auth::none,
+                                [](http_request) -> asio::awaitable<http_response> {
+                                    co_return status_body(200, {{"status", "ok"}});
+                                }});
     // The state owns these routes, so a plain pointer to it lives exactly as long as they do.
     server_state* s = &state;
     routes.push_back(http_route{"readyz", "GET", "/readyz", false, route_auth::none,
                                 [s](http_request) { return readyz(*s); }});
-    routes.push_back(http_route{
-        "metrics", "GET", "/metrics", false, route_auth::none,
-        [s](http_request) { return metrics_page(*s); }});
+    routes.push_back(http_route{"metrics", "GET", "/metrics", false, route_auth::none,
+                                [s](http_request) { return metrics_page(*s); }});
     return routes;
 }
 

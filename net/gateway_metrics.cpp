@@ -10,15 +10,14 @@ namespace fulltime::net::detail {
 
 namespace {
 
-std::string endpoint_label(ws_endpoint e) {
-    return metrics::label("endpoint", path_of(e));
-}
+std::string endpoint_label(ws_endpoint e) { return metrics::label("endpoint", path_of(e)); }
 
 }  // namespace
 
 gateway_metrics::gateway_metrics(metrics::registry& r)
-    : open_connections(r.make_gauge("fulltime_gateway_open_connections",
-                                    "Client connections open on the gateway (HTTP and WebSocket).")),
+    : open_connections(
+          r.make_gauge("fulltime_gateway_open_connections",
+                       "Client connections open on the gateway (HTTP and WebSocket).")),
       rejected_connections(
           r.make_counter("fulltime_gateway_rejected_connections_total",
                          "Connections refused with 503 because connections_max was reached.")),
@@ -56,8 +55,7 @@ void gateway_metrics::count_request(std::string_view route, unsigned code) {
 
 void gateway_metrics::render_requests(std::string& out) const {
     constexpr std::string_view name = "fulltime_http_requests_total";
-    metrics::append_header(out, name, "HTTP responses by route name and status code.",
-                           "counter");
+    metrics::append_header(out, name, "HTTP responses by route name and status code.", "counter");
     std::lock_guard lock(mutex_);
     for (const auto& [key, count] : requests_) {
         const std::string labels = metrics::label("route", key.first) + "," +
@@ -99,8 +97,7 @@ void render_pool_metrics(const db::pools& pools, std::string& out) {
          [&](const db::pool_stats& s) { return num(s.waiting); }},
         {"fulltime_db_pool_size_max", "Connections the pool may open.", "gauge",
          [&](const db::pool_stats& s) { return num(s.size_max); }},
-        {"fulltime_db_pool_wait_max_seconds", "Longest wait for a connection since start.",
-         "gauge",
+        {"fulltime_db_pool_wait_max_seconds", "Longest wait for a connection since start.", "gauge",
          [](const db::pool_stats& s) {
              char buf[32];
              std::snprintf(buf, sizeof buf, "%.6f", static_cast<double>(s.wait_us_max) / 1e6);

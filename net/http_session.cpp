@@ -20,6 +20,7 @@
 #include <boost/beast/http/write.hpp>
 #include <boost/beast/websocket/rfc6455.hpp>
 
+#include <array>
 #include <optional>
 
 namespace fulltime::net::detail {
@@ -33,6 +34,31 @@ namespace {
 
 // A connection over the limit gets this long to send its request and read the 503.
 constexpr auto refusal_timeout = std::chrono::milliseconds(1000);
+
+// Bounds the discarding of unread input before closing after an early answer.
+constexpr auto linger_timeout = std::chrono::milliseconds(1000);
+constexpr std::size_t linger_bytes_max =
+    limits::http_body_bytes_max + limits::http_header_bytes_max;
+
+// Closing a socket with unread input makes the kernel send a reset, which can destroy the
+// response before the client reads it. After an early answer (413, 431, 400, 503) the client may
+// still be sending its body: stop sending, discard its input within a bound, then let the
+// caller close.
+asio::awaitable<void> linger(beast::tcp_stream& stream) {
+    boost::system::error_code ignored;
+    stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
+    std::array<char, 16 * 1024> sink{};
+    std::size_t drained_bytes = 0;
+    stream.expires_after(linger_timeout);
+    while (drained_bytes <= linger_bytes_max) {
+        auto [ec, bytes] = co_await stream.async_read_some(asio::buffer(sink),
+                                                           asio::as_tuple(asio::use_awaitable));
+        if (ec) {
+            break;
+        }
+        drained_bytes += bytes;
+    }
+}
 
 // Returns the route label of a WebSocket endpoint in fulltime_http_requests_total.
 std::string_view ws_route_name(ws_endpoint e) {
@@ -53,7 +79,7 @@ std::optional<ws_endpoint> endpoint_at(std::string_view path) {
 struct routed_response {
     std::string_view route;  ///< route label; points into the route table or a literal
     http_response response;
-    std::string allow;       ///< Allow header of a 405
+    std::string allow;  ///< Allow header of a 405
 };
 
 http::response<http::string_body> to_beast(const http_response& r, unsigned version,
@@ -147,7 +173,7 @@ private:
             stream_.expires_after(request_timeout);
             awaiting_request_ = true;
             auto [ec, bytes] = co_await http::async_read(stream_, buffer, parser,
-                                                        asio::as_tuple(asio::use_awaitable));
+                                                         asio::as_tuple(asio::use_awaitable));
             awaiting_request_ = false;
             if (ec) {
                 co_await refuse_unreadable(ec);
@@ -162,10 +188,8 @@ private:
             const unsigned version = req.version();
             routed_response r = co_await dispatch(std::move(req));
             state_->metrics.count_request(r.route, r.response.status);
-            const bool keep_alive =
-                keep_alive_wanted && !stopping_ && !state_->stopping.load();
-            const bool written =
-                co_await write(to_beast(r.response, version, keep_alive, r.allow));
+            const bool keep_alive = keep_alive_wanted && !stopping_ && !state_->stopping.load();
+            const bool written = co_await write(to_beast(r.response, version, keep_alive, r.allow));
             if (!written || !keep_alive) {
                 co_return;
             }
@@ -187,7 +211,10 @@ private:
             co_return;
         }
         state_->metrics.count_request("unmatched", r.status);
-        co_await write(to_beast(r, 11, false));
+        const bool written = co_await write(to_beast(r, 11, false));
+        if (written) {
+            co_await linger(stream_);
+        }
     }
 
     asio::awaitable<bool> write(http::response<http::string_body> res) {
@@ -206,7 +233,8 @@ private:
             if (auto ep = endpoint_at(path)) {
                 co_return routed_response{
                     ws_route_name(*ep),
-                    json_error(426, "upgrade_required", "this endpoint speaks WebSocket"), {}};
+                    json_error(426, "upgrade_required", "this endpoint speaks WebSocket"),
+                    {}};
             }
             co_return routed_response{
                 "unmatched", json_error(404, "not_found", "no such resource"), {}};
@@ -225,8 +253,8 @@ private:
             auto claims = authorize(extract_token(req[http::field::authorization], query),
                                     st.svc.token_secret, unix_now_s(), kind);
             if (!claims) {
-                co_return routed_response{route.name,
-                                          json_error(401, "unauthorized", claims.error()), {}};
+                co_return routed_response{
+                    route.name, json_error(401, "unauthorized", claims.error()), {}};
             }
             hreq.claims = std::move(*claims);
         }
@@ -235,7 +263,8 @@ private:
         hreq.query = std::string(query);
         hreq.content_type = std::string(req[http::field::content_type]);
         hreq.body = std::move(req.body());
-        // GCC 12 miscompiles co_await inside a braced initializer: await into a local first.
+        // With GCC 12, a co_await inside this braced initializer crashed (a string freed twice);
+        // awaiting into a local first does not.
         routed_response out{route.name, {}, {}};
         bool failed = false;
         try {
@@ -267,8 +296,8 @@ private:
             co_await write(to_beast(r, version, false));
             co_return;
         }
-        const auto required = *ep == ws_endpoint::bets ? token::kind::account
-                                                         : token::kind::producer;
+        const auto required =
+            *ep == ws_endpoint::bets ? token::kind::account : token::kind::producer;
         auto claims = authorize(extract_token(req[http::field::authorization], query),
                                 st.svc.token_secret, unix_now_s(), required);
         if (!claims) {
@@ -310,8 +339,11 @@ asio::awaitable<void> refuse(std::shared_ptr<server_state> state, tcp::socket so
         auto res = to_beast(json_error(503, "unavailable", "too many connections"), 11, false);
         res.set(http::field::retry_after, "1");
         state->metrics.count_request("refused", 503);
-        // The connection closes whether or not the 503 got through.
-        co_await http::async_write(stream, res, asio::as_tuple(asio::use_awaitable));
+        auto [write_ec, write_bytes] =
+            co_await http::async_write(stream, res, asio::as_tuple(asio::use_awaitable));
+        if (!write_ec) {
+            co_await linger(stream);
+        }
     }
     boost::system::error_code ignored;
     stream.socket().shutdown(tcp::socket::shutdown_send, ignored);

@@ -22,8 +22,7 @@ bool serves(const http_route& route, std::string_view path) noexcept {
            path[route.path.size()] == '/';
 }
 
-route_match match_route(const http_routes& routes, std::string_view method,
-                        std::string_view path) {
+route_match match_route(const http_routes& routes, std::string_view method, std::string_view path) {
     // Among the routes of this method that serve the path, an exact route beats any prefix and
     // a longer prefix beats a shorter one. Only when no route of this method serves the path
     // is it "method not allowed", listing every method that would be served.

@@ -33,7 +33,6 @@ bool serves(const http_route& route, std::string_view path) noexcept;
 
 /// Finds the route for `method` and `path`: among routes of that method, exact paths before
 /// prefixes, longer prefixes first.
-route_match match_route(const http_routes& routes, std::string_view method,
-                        std::string_view path);
+route_match match_route(const http_routes& routes, std::string_view method, std::string_view path);
 
 }  // namespace fulltime::net::detail

@@ -49,9 +49,8 @@ metrics::registry& pick_registry(services& s, std::unique_ptr<metrics::registry>
 asio::awaitable<void> accept_loop(std::shared_ptr<server_state> state,
                                   [[maybe_unused]] gate_entry entry) {
     for (;;) {
-        auto [ec, socket] =
-            co_await state->acceptor.async_accept(asio::make_strand(state->ioc),
-                                                  asio::as_tuple(asio::use_awaitable));
+        auto [ec, socket] = co_await state->acceptor.async_accept(
+            asio::make_strand(state->ioc), asio::as_tuple(asio::use_awaitable));
         if (state->stopping.load()) {
             break;
         }
@@ -91,8 +90,8 @@ asio::awaitable<bool> wait_for_gate(server_state& state,
         if (now >= until) {
             co_return false;
         }
-        timer.expires_after(std::min<std::chrono::steady_clock::duration>(gate_poll_interval,
-                                                                           until - now));
+        timer.expires_after(
+            std::min<std::chrono::steady_clock::duration>(gate_poll_interval, until - now));
         co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
     }
     co_return true;
@@ -199,9 +198,7 @@ void server::start() {
 
 std::uint16_t server::port() const noexcept { return state_->port; }
 
-std::size_t server::open_connections() const noexcept {
-    return state_->open_connections.load();
-}
+std::size_t server::open_connections() const noexcept { return state_->open_connections.load(); }
 
 connection_registry& server::connections() noexcept { return state_->connections; }
 
@@ -226,8 +223,8 @@ asio::awaitable<void> server::shutdown(std::chrono::milliseconds deadline) {
         co_return;
     }
     live = state->live();
-    detail::log("warn", "shutdown deadline passed: force-closing " +
-                            std::to_string(live.size()) + " connections");
+    detail::log("warn", "shutdown deadline passed: force-closing " + std::to_string(live.size()) +
+                            " connections");
     for (const auto& c : live) {
         c->force_close();
     }

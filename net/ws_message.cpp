@@ -48,17 +48,13 @@ std::string quoted_prefix(std::string_view s) {
 }  // namespace
 
 nlohmann::json error_reply(nlohmann::json id, std::string_view code, std::string_view message) {
-    return nlohmann::json{{"type", "error"},
-                          {"id", std::move(id)},
-                          {"code", code},
-                          {"message", message}};
+    return nlohmann::json{
+        {"type", "error"}, {"id", std::move(id)}, {"code", code}, {"message", message}};
 }
 
 nlohmann::json busy_reply(nlohmann::json id, std::string_view message) {
-    return nlohmann::json{{"type", "rejected"},
-                          {"id", std::move(id)},
-                          {"code", "busy"},
-                          {"message", message}};
+    return nlohmann::json{
+        {"type", "rejected"}, {"id", std::move(id)}, {"code", "busy"}, {"message", message}};
 }
 
 std::string to_wire(const nlohmann::json& message) {
@@ -97,8 +93,7 @@ std::variant<inbound_message, nlohmann::json> parse_message(std::string_view tex
     }
     const auto& type = type_it->get_ref<const std::string&>();
     if (handlers.find(type) == handlers.end()) {
-        return error_reply(std::move(id), "invalid_request",
-                           "unknown type " + quoted_prefix(type));
+        return error_reply(std::move(id), "invalid_request", "unknown type " + quoted_prefix(type));
     }
     inbound_message out;
     out.type = type;

@@ -38,8 +38,8 @@ class ws_session final : public tracked_connection,
                          public push_target,
                          public std::enable_shared_from_this<ws_session> {
 public:
-    ws_session(std::shared_ptr<server_state> state, beast::tcp_stream stream,
-               ws_endpoint endpoint, token::claims claims, std::uint64_t id)
+    ws_session(std::shared_ptr<server_state> state, beast::tcp_stream stream, ws_endpoint endpoint,
+               token::claims claims, std::uint64_t id)
         : state_(std::move(state)),
           executor_(stream.get_executor()),
           ws_(std::move(stream)),
@@ -67,8 +67,7 @@ public:
         self->ws_.read_message_max(settings.frame_bytes_max);
         self->ws_.set_option(websocket::stream_base::decorator(
             [](websocket::response_type& res) { res.set(http::field::server, "fulltime"); }));
-        auto [ec] =
-            co_await self->ws_.async_accept(request, asio::as_tuple(asio::use_awaitable));
+        auto [ec] = co_await self->ws_.async_accept(request, asio::as_tuple(asio::use_awaitable));
         if (ec) {
             log("info", "connection " + std::to_string(self->id_) +
                             ": websocket accept failed: " + ec.message());
@@ -111,8 +110,7 @@ private:
         beast::flat_buffer buffer;
         for (;;) {
             buffer.clear();
-            auto [ec, bytes] =
-                co_await ws_.async_read(buffer, asio::as_tuple(asio::use_awaitable));
+            auto [ec, bytes] = co_await ws_.async_read(buffer, asio::as_tuple(asio::use_awaitable));
             if (ec) {
                 if (ec == websocket::error::message_too_big) {
                     state_->metrics.frames_too_big.inc();
@@ -248,15 +246,14 @@ private:
         ++inflight_;
         const std::uint64_t rid = next_request_id_++;
         auto& signal = signals_[rid];
-        asio::co_spawn(executor_,
-                       handle(shared_from_this(), gate_entry(*state_), std::move(message)),
-                       asio::bind_cancellation_slot(
-                           signal.slot(), [self = shared_from_this(), rid](std::exception_ptr) {
-                               // The signal must outlive the coroutine's use of it; erase it
-                               // only after the spawned thread has fully unwound.
-                               asio::post(self->executor_,
-                                          [self, rid] { self->signals_.erase(rid); });
-                           }));
+        asio::co_spawn(
+            executor_, handle(shared_from_this(), gate_entry(*state_), std::move(message)),
+            asio::bind_cancellation_slot(
+                signal.slot(), [self = shared_from_this(), rid](std::exception_ptr) {
+                    // The signal must outlive the coroutine's use of it; erase it
+                    // only after the spawned thread has fully unwound.
+                    asio::post(self->executor_, [self, rid] { self->signals_.erase(rid); });
+                }));
     }
 
     static asio::awaitable<void> handle(std::shared_ptr<ws_session> self,
@@ -304,11 +301,11 @@ private:
     std::size_t inflight_ = 0;       ///< at most inflight_max_
     std::uint64_t next_request_id_ = 1;
     std::map<std::uint64_t, asio::cancellation_signal> signals_;  ///< one per in-flight request
-    std::optional<websocket::close_code> close_code_;  ///< set once: the close to send
-    bool stopping_ = false;      ///< shutdown began: finish in-flight requests, take no more
+    std::optional<websocket::close_code> close_code_;             ///< set once: the close to send
+    bool stopping_ = false;  ///< shutdown began: finish in-flight requests, take no more
     bool reading_done_ = false;
     bool writer_done_ = false;
-    bool closed_now_ = false;    ///< socket closed without a handshake
+    bool closed_now_ = false;  ///< socket closed without a handshake
     bool finished_ = false;
 };
 

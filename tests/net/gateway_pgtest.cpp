@@ -103,6 +103,27 @@ asio::awaitable<json> throwing_reply(json) {
     co_return json{};
 }
 
+asio::awaitable<net::http_response> describe_request(net::http_request request) {
+    if (request.body == "throw") {
+        throw std::runtime_error("test route failure");
+    }
+    net::http_response r;
+    r.status = 201;
+    r.body = json{{"path", request.path},
+                  {"query", request.query},
+                  {"body", request.body},
+                  {"admin", request.claims && request.claims->kind == token::kind::admin}}
+                 .dump();
+    co_return r;
+}
+
+std::string admin_token() {
+    token::claims c;
+    c.kind = token::kind::admin;
+    c.expires_at_s = now_s() + 3600;
+    return token::sign(c, secret);
+}
+
 asio::awaitable<bool> apply_migrations(fulltime::db::pool* pool,
                                        std::vector<fulltime::resources::migration_source> m) {
     auto conn = co_await pool->acquire();
@@ -121,6 +142,7 @@ struct gateway_options {
     std::string pools_url;  ///< empty: the scratch database
     std::chrono::milliseconds slow_delay = 400ms;
     std::function<void(fulltime::config&)> configure;
+    net::http_routes routes;
 };
 
 gateway_options without_pools(std::chrono::milliseconds slow_delay = 400ms) {
@@ -175,6 +197,7 @@ public:
             pools_ = fulltime::db::pools::make(ioc_.get_executor(), cfg_.database, url, url);
             s.pools = &pools_;
         }
+        s.routes = std::move(options.routes);
         server_ = std::make_unique<net::server>(ioc_, std::move(s));
         server_->start();
         thread_ = std::thread([this] { ioc_.run(); });
@@ -240,8 +263,7 @@ private:
     fulltime::config cfg_;
     std::shared_ptr<probe> probe_ = std::make_shared<probe>();
     asio::io_context ioc_;
-    asio::executor_work_guard<asio::io_context::executor_type> work_ =
-        asio::make_work_guard(ioc_);
+    asio::executor_work_guard<asio::io_context::executor_type> work_ = asio::make_work_guard(ioc_);
     fulltime::db::pools pools_;
     std::unique_ptr<net::server> server_;
     std::thread thread_;
@@ -280,7 +302,7 @@ bool contains(const std::string& haystack, const std::string& needle) {
 
 }  // namespace
 
-TEST_CASE("healthz answers without the database; unknown paths and methods answer JSON") {
+TEST_CASE("healthz answers without the database, unknown paths and methods answer JSON") {
     gateway g(without_pools());
     auto r = http_get(g.port(), "/healthz");
     CHECK(r.status == 200);
@@ -405,7 +427,9 @@ TEST_CASE("malformed messages get error replies and the connection keeps working
 
     c.send_text("this is not json");
     json e = read_json(c);
-    CHECK(e == json{{"type", "error"}, {"id", nullptr}, {"code", "invalid_json"},
+    CHECK(e == json{{"type", "error"},
+                    {"id", nullptr},
+                    {"code", "invalid_json"},
                     {"message", e["message"]}});
 
     c.send_text(R"({"type":"place","id":"c1"})");
@@ -431,8 +455,9 @@ TEST_CASE("malformed messages get error replies and the connection keeps working
 
     c.send_text(R"({"type":"boom","id":"b1"})");
     e = read_json(c);
-    CHECK(e == json{{"type", "error"}, {"id", "b1"}, {"code", "internal"},
-                    {"message", "internal error"}});
+    CHECK(
+        e ==
+        json{{"type", "error"}, {"id", "b1"}, {"code", "internal"}, {"message", "internal error"}});
 
     c.send_text(R"({"type":"echo","id":"e1"})");
     e = read_json(c);
@@ -456,7 +481,8 @@ TEST_CASE("a message over frame_bytes_max closes the connection with 1009") {
     // Beast sends the 1009 close frame, then tears the connection down without waiting for the
     // client's answer, so the client may see the handshake end in an error after the frame.
     CHECK_MESSAGE(r.close_code == 1009, r.error);
-    CHECK(eventually([&] { return contains(g.metrics(), "fulltime_ws_frames_too_big_total 1\n"); }));
+    CHECK(
+        eventually([&] { return contains(g.metrics(), "fulltime_ws_frames_too_big_total 1\n"); }));
 }
 
 TEST_CASE("requests over the in-flight limit are refused as busy at once") {
@@ -577,8 +603,11 @@ TEST_CASE("pushes reach every open /v1/bets session of the account and no other"
     auto a2 = open_bets(g.port(), account_token(42));
     auto b = open_bets(g.port(), account_token(43));
     REQUIRE(eventually([&] { return g.server().connections().sessions(42) == 2; }));
-    const json settled{{"type", "bet_settled"}, {"bet_id", 7}, {"version", 1},
-                       {"outcome", "won"}, {"payout", "25.00"}};
+    const json settled{{"type", "bet_settled"},
+                       {"bet_id", 7},
+                       {"version", 1},
+                       {"outcome", "won"},
+                       {"payout", "25.00"}};
     CHECK(g.server().connections().push(42, settled) == 2);
     CHECK(read_json(a1) == settled);
     CHECK(read_json(a2) == settled);
@@ -587,4 +616,64 @@ TEST_CASE("pushes reach every open /v1/bets session of the account and no other"
     CHECK(read_json(b)["type"] == "echoed");
     a1.close();
     CHECK(eventually([&] { return g.server().connections().sessions(42) == 1; }));
+}
+
+TEST_CASE("routes added by features get token checks, bodies and JSON errors from the gateway") {
+    auto options = without_pools();
+    net::http_route probe_route;
+    probe_route.name = "accounts";
+    probe_route.method = "POST";
+    probe_route.path = "/v1/accounts";
+    probe_route.prefix = true;
+    probe_route.auth = net::route_auth::admin;
+    probe_route.handler = describe_request;
+    options.routes.push_back(probe_route);
+    gateway g(options);
+
+    auto r = http_call(g.port(), "POST", "/v1/accounts/42/deposits", "{}");
+    CHECK(r.status == 401);
+    CHECK(json::parse(r.body)["error"] == "unauthorized");
+    r = http_call(g.port(), "POST", "/v1/accounts/42/deposits", "{}", bearer(producer_token()));
+    CHECK(r.status == 401);
+
+    r = http_call(g.port(), "POST", "/v1/accounts/42/deposits?x=1", R"({"amount":"1.00"})",
+                  bearer(admin_token()));
+    CHECK(r.status == 201);
+    const auto body = json::parse(r.body);
+    CHECK(body["path"] == "/v1/accounts/42/deposits");
+    CHECK(body["query"] == "x=1");
+    CHECK(body["body"] == R"({"amount":"1.00"})");
+    CHECK(body["admin"] == true);
+    // The query token works as well as the header.
+    CHECK(http_call(g.port(), "POST", "/v1/accounts?token=" + admin_token(), "{}").status == 201);
+
+    r = http_call(g.port(), "POST", "/v1/accounts/1", "throw", bearer(admin_token()));
+    CHECK(r.status == 500);
+    CHECK(json::parse(r.body) == json{{"error", "internal"}, {"message", "internal error"}});
+
+    r = http_call(g.port(), "POST", "/v1/accounts/1", std::string((1 << 20) + 1, 'x'),
+                  bearer(admin_token()));
+    CHECK(r.status == 413);
+    CHECK(json::parse(r.body)["error"] == "payload_too_large");
+
+    r = http_get(g.port(), "/v1/accounts/1", bearer(admin_token()));
+    CHECK(r.status == 405);
+    CHECK(r.header("Allow") == "POST");
+    CHECK(
+        contains(g.metrics(), "fulltime_http_requests_total{route=\"accounts\",code=\"201\"} 2\n"));
+}
+
+TEST_CASE("a client that does not read its pushes is closed and counted") {
+    gateway g(without_pools());
+    ws_client reader_that_never_reads = open_bets(g.port(), account_token(42));
+    REQUIRE(eventually([&] { return g.server().connections().sessions(42) == 1; }));
+    // Far more than the kernel's socket buffers absorb, so the write queue must overflow.
+    const json big{{"type", "bet_settled"}, {"pad", std::string(4096, 'x')}};
+    for (int i = 0; i < 6000; ++i) {
+        g.server().connections().push(42, big);
+    }
+    CHECK(eventually([&] { return contains(g.metrics(), "fulltime_ws_slow_consumers_total 1\n"); },
+                     5s));
+    // The close frame cannot get past the unread data, so the close deadline ends the session.
+    CHECK(eventually([&] { return g.server().connections().sessions(42) == 0; }, 5s));
 }

@@ -30,10 +30,11 @@ TEST_CASE("a family renders HELP and TYPE once and its series together") {
     CHECK(count(out, "# HELP ft_requests_total Requests.\n") == 1);
     CHECK(count(out, "# TYPE ft_requests_total counter\n") == 1);
     CHECK(count(out, "# TYPE ft_open gauge\n") == 1);
-    const std::string family = "# HELP ft_requests_total Requests.\n"
-                               "# TYPE ft_requests_total counter\n"
-                               "ft_requests_total{path=\"/a\"} 3\n"
-                               "ft_requests_total{path=\"/b\"} 1\n";
+    const std::string family =
+        "# HELP ft_requests_total Requests.\n"
+        "# TYPE ft_requests_total counter\n"
+        "ft_requests_total{path=\"/a\"} 3\n"
+        "ft_requests_total{path=\"/b\"} 1\n";
     CHECK(out.find(family) != std::string::npos);
     CHECK(out.find("ft_open 0\n") != std::string::npos);
 }

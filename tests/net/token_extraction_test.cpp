@@ -26,7 +26,7 @@ TEST_CASE("query parameters are found by exact name and percent-decoded") {
     CHECK_FALSE(query_param("", "token").has_value());
 }
 
-TEST_CASE("the header wins over the query; a bad header is not rescued by the query") {
+TEST_CASE("the header wins over the query and a bad header is not rescued by the query") {
     CHECK(extract_token("Bearer h", "token=q") == "h");
     CHECK(extract_token("", "token=q") == "q");
     CHECK_FALSE(extract_token("Basic x", "token=q").has_value());

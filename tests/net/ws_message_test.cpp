@@ -64,9 +64,9 @@ TEST_CASE("the id is echoed exactly as received") {
 }
 
 TEST_CASE("an id that is neither a string nor an integer is invalid_request, echoed") {
-    for (std::string_view text : {R"({"type":"place","id":1.5})", R"({"type":"place","id":true})",
-                                  R"({"type":"place","id":{"a":1}})",
-                                  R"({"type":"place","id":[1]})"}) {
+    for (std::string_view text :
+         {R"({"type":"place","id":1.5})", R"({"type":"place","id":true})",
+          R"({"type":"place","id":{"a":1}})", R"({"type":"place","id":[1]})"}) {
         const json e = error_of(text);
         CHECK(e["code"] == "invalid_request");
         CHECK(e["id"] == json::parse(text)["id"]);

@@ -55,10 +55,10 @@ error_code must_complete(std::optional<error_code> r, const char* what) {
 
 void connect(asio::io_context& ioc, tcp::socket& socket, std::uint16_t port) {
     const tcp::endpoint ep(asio::ip::make_address("127.0.0.1"), port);
-    const auto ec = must_complete(
-        run_op(ioc, socket, std::chrono::milliseconds(5000),
-               [&](auto handler) { socket.async_connect(ep, std::move(handler)); }),
-        "connect");
+    const auto ec =
+        must_complete(run_op(ioc, socket, std::chrono::milliseconds(5000),
+                             [&](auto handler) { socket.async_connect(ep, std::move(handler)); }),
+                      "connect");
     if (ec) {
         throw std::runtime_error("connect: " + ec.message());
     }
@@ -75,20 +75,18 @@ header_list to_list(const Fields& fields) {
 
 http_reply exchange(asio::io_context& ioc, beast::tcp_stream& stream, beast::flat_buffer& buffer,
                     http::request<http::string_body>& req, std::chrono::milliseconds timeout) {
-    auto ec = must_complete(run_op(ioc, stream.socket(), timeout,
-                                   [&](auto handler) {
-                                       http::async_write(stream, req, std::move(handler));
-                                   }),
-                            "http write");
+    auto ec = must_complete(
+        run_op(ioc, stream.socket(), timeout,
+               [&](auto handler) { http::async_write(stream, req, std::move(handler)); }),
+        "http write");
     if (ec) {
         throw std::runtime_error("http write: " + ec.message());
     }
     http::response<http::string_body> res;
-    ec = must_complete(run_op(ioc, stream.socket(), timeout,
-                              [&](auto handler) {
-                                  http::async_read(stream, buffer, res, std::move(handler));
-                              }),
-                       "http read");
+    ec = must_complete(
+        run_op(ioc, stream.socket(), timeout,
+               [&](auto handler) { http::async_read(stream, buffer, res, std::move(handler)); }),
+        "http read");
     if (ec) {
         throw std::runtime_error("http read: " + ec.message());
     }
@@ -196,12 +194,10 @@ http_reply ws_client::upgrade(const std::string& target, const header_list& head
     }));
     websocket::response_type res;
     const auto host = "127.0.0.1:" + std::to_string(impl_->port);
-    const auto ec = must_complete(run_op(impl_->ioc, impl_->socket(), timeout,
-                                         [&](auto handler) {
-                                             ws.async_handshake(res, host, target,
-                                                                std::move(handler));
-                                         }),
-                                  "websocket handshake");
+    const auto ec = must_complete(
+        run_op(impl_->ioc, impl_->socket(), timeout,
+               [&](auto handler) { ws.async_handshake(res, host, target, std::move(handler)); }),
+        "websocket handshake");
     if (ec && ec != websocket::error::upgrade_declined) {
         throw std::runtime_error("websocket handshake: " + ec.message());
     }
@@ -211,12 +207,10 @@ http_reply ws_client::upgrade(const std::string& target, const header_list& head
 void ws_client::send_text(const std::string& text, std::chrono::milliseconds timeout) {
     auto& ws = impl_->ws;
     ws.text(true);
-    const auto ec = must_complete(run_op(impl_->ioc, impl_->socket(), timeout,
-                                         [&](auto handler) {
-                                             ws.async_write(asio::buffer(text),
-                                                            std::move(handler));
-                                         }),
-                                  "websocket write");
+    const auto ec = must_complete(
+        run_op(impl_->ioc, impl_->socket(), timeout,
+               [&](auto handler) { ws.async_write(asio::buffer(text), std::move(handler)); }),
+        "websocket write");
     if (ec) {
         throw std::runtime_error("websocket write: " + ec.message());
     }
@@ -225,12 +219,10 @@ void ws_client::send_text(const std::string& text, std::chrono::milliseconds tim
 void ws_client::send_binary(const std::string& data, std::chrono::milliseconds timeout) {
     auto& ws = impl_->ws;
     ws.binary(true);
-    const auto ec = must_complete(run_op(impl_->ioc, impl_->socket(), timeout,
-                                         [&](auto handler) {
-                                             ws.async_write(asio::buffer(data),
-                                                            std::move(handler));
-                                         }),
-                                  "websocket write");
+    const auto ec = must_complete(
+        run_op(impl_->ioc, impl_->socket(), timeout,
+               [&](auto handler) { ws.async_write(asio::buffer(data), std::move(handler)); }),
+        "websocket write");
     ws.text(true);
     if (ec) {
         throw std::runtime_error("websocket write: " + ec.message());
@@ -240,11 +232,10 @@ void ws_client::send_binary(const std::string& data, std::chrono::milliseconds t
 ws_read ws_client::read(std::chrono::milliseconds timeout) {
     auto& ws = impl_->ws;
     beast::flat_buffer buffer;
-    const auto ec = must_complete(run_op(impl_->ioc, impl_->socket(), timeout,
-                                         [&](auto handler) {
-                                             ws.async_read(buffer, std::move(handler));
-                                         }),
-                                  "websocket read");
+    const auto ec =
+        must_complete(run_op(impl_->ioc, impl_->socket(), timeout,
+                             [&](auto handler) { ws.async_read(buffer, std::move(handler)); }),
+                      "websocket read");
     ws_read out;
     if (ec) {
         // The close frame's code is kept even when the closing handshake then fails (the server

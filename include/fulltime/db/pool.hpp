@@ -3,8 +3,9 @@
 /// bounded wait queue, counted timeouts and gauges. Connections open lazily up to size_max; a
 /// broken connection is discarded when returned and replaced on demand.
 ///
-/// A pool and its connections are used from one executor (a strand or a single-threaded
-/// io_context). stats() may be called from any thread.
+/// A pool and its connections are used from one thread: the executor the pool was made with, or
+/// a strand of the same single-threaded io_context (checked in debug builds). stats() may be
+/// called from any thread.
 
 #include "fulltime/config/config.hpp"
 #include "fulltime/db/connection.hpp"

@@ -23,8 +23,8 @@ std::string_view path_of(ws_endpoint e) noexcept;
 
 /// Describes who sent a message and where it arrived.
 struct request_context {
-    token::claims claims;               ///< verified: an account token on bets, producer on feed
-    std::uint64_t connection_id = 0;    ///< unique per gateway instance, for logs
+    token::claims claims;             ///< verified: an account token on bets, producer on feed
+    std::uint64_t connection_id = 0;  ///< unique per gateway instance, for logs
     ws_endpoint endpoint = ws_endpoint::bets;
     boost::asio::any_io_executor executor;  ///< the connection's own executor (a strand)
 };

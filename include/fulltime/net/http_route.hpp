@@ -17,9 +17,9 @@ namespace fulltime::net {
 /// Holds one HTTP request as a route handler sees it. The body is at most
 /// limits::http_body_bytes_max bytes.
 struct http_request {
-    std::string method;   ///< "GET", "POST", ...
-    std::string path;     ///< the target without its query, e.g. "/v1/accounts/42"
-    std::string query;    ///< after '?', undecoded; empty when absent
+    std::string method;  ///< "GET", "POST", ...
+    std::string path;    ///< the target without its query, e.g. "/v1/accounts/42"
+    std::string query;   ///< after '?', undecoded; empty when absent
     std::string content_type;
     std::string body;
     std::optional<token::claims> claims;  ///< set when the route requires a token
@@ -41,8 +41,8 @@ using http_handler = std::function<boost::asio::awaitable<http_response>(http_re
 /// Describes one route: a method and an exact path, or a path prefix that matches the prefix
 /// itself and anything under it ("/v1/accounts" matches "/v1/accounts/42").
 struct http_route {
-    std::string name;     ///< bounded label for metrics, e.g. "accounts"
-    std::string method;   ///< upper case, e.g. "GET"
+    std::string name;    ///< bounded label for metrics, e.g. "accounts"
+    std::string method;  ///< upper case, e.g. "GET"
     std::string path;
     bool prefix = false;
     route_auth auth = route_auth::none;

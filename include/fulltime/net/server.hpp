@@ -38,16 +38,16 @@ namespace fulltime::net {
 /// Holds what the gateway needs from the engine. The pointers must outlive the server's
 /// shutdown(); the gateway settings are copied at construction.
 struct services {
-    const fulltime::config* cfg = nullptr;   ///< gateway settings (required)
-    db::pools* pools = nullptr;              ///< /readyz and pool metrics; null: readyz is 503
+    const fulltime::config* cfg = nullptr;  ///< gateway settings (required)
+    db::pools* pools = nullptr;             ///< /readyz and pool metrics; null: readyz is 503
     /// The executor `pools` was made with (a pool is single-executor); empty: the io_context's.
     boost::asio::any_io_executor db_executor;
-    metrics::registry* metrics = nullptr;    ///< null: the server keeps a private registry
+    metrics::registry* metrics = nullptr;  ///< null: the server keeps a private registry
     std::string token_secret;
     std::vector<resources::migration_source> migrations;  ///< what /readyz expects applied
-    endpoint_handlers bets;   ///< message handlers of /v1/bets, by type
-    endpoint_handlers feed;   ///< message handlers of /v1/feed, by type
-    http_routes routes;       ///< extra HTTP routes; may not reuse the built-in paths
+    endpoint_handlers bets;                               ///< message handlers of /v1/bets, by type
+    endpoint_handlers feed;                               ///< message handlers of /v1/feed, by type
+    http_routes routes;  ///< extra HTTP routes; may not reuse the built-in paths
 };
 
 namespace detail {
