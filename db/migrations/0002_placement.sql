@@ -9,8 +9,9 @@
 -- its own transaction (autocommit): no session state, fine through PgBouncer in transaction
 -- mode.
 --
--- Amounts are bigint minor units, odds bigint units of 1/10000. The functions return integers;
--- the engine formats them for the wire.
+-- Amounts are bigint minor units, odds bigint units of 1/10000. The functions return integers
+-- and structured refusal details (codes, current odds, limits), never prose: the engine formats
+-- amounts and composes messages (core/bets_protocol), so no decimal formatting lives in SQL.
 
 -- Raised inside fulltime_place to undo the bet's writes when a step after the first write
 -- refuses (liability limit, insufficient funds). Never escapes the function.
@@ -42,13 +43,14 @@ DECLARE
     v_odds          bigint;
     v_bet_id        bigint;
     v_placed_at     timestamptz;
-    v_liability     bigint;
+    v_liability     numeric;
     v_shard         integer;
     v_done          boolean;
     v_available     bigint;
     v_reserved      bigint;
+    v_liability_max bigint;
     v_code          text;
-    v_message       text;
+    v_details       jsonb;
 BEGIN
     -- SET LOCAL, scoped to this statement's transaction: a lock wait becomes error 55P03, which
     -- the engine counts and retries with the same key.
@@ -67,9 +69,7 @@ BEGIN
         WHERE k.account_id = p_account_id AND k.idempotency_key = p_idempotency_key;
         IF v_fingerprint IS DISTINCT FROM p_fingerprint THEN
             outcome := 'key_reused';
-            response := jsonb_build_object(
-                'code', 'idempotency_key_reused',
-                'message', 'this idempotency key was used with different parameters');
+            response := jsonb_build_object('code', 'idempotency_key_reused');
         ELSE
             outcome := 'replayed';
         END IF;
@@ -78,35 +78,43 @@ BEGIN
 
     -- 2. Validation that needs no lock: plain reads of the account, market and selection.
     SELECT a.currency INTO v_currency FROM accounts a WHERE a.account_id = p_account_id;
-    SELECT s.market_id, s.odds, m.status, m.stake_min, m.stake_max, m.exposure_shards
-    INTO v_market_id, v_current_odds, v_market_status, v_stake_min, v_stake_max, v_shards
+    SELECT s.market_id, s.odds, m.status, m.stake_min, m.stake_max, m.exposure_shards,
+           m.liability_limit
+    INTO v_market_id, v_current_odds, v_market_status, v_stake_min, v_stake_max, v_shards,
+         v_liability_max
     FROM selections s JOIN markets m ON m.market_id = s.market_id
     WHERE s.selection_id = p_selection_id;
 
     IF v_currency IS NULL THEN
         v_code := 'insufficient_funds';
-        v_message := 'account ' || p_account_id || ' has no funds (it does not exist)';
+        v_details := jsonb_build_object('account_missing', true);
     ELSIF v_market_id IS NULL THEN
         v_code := 'unknown_selection';
-        v_message := 'selection ' || p_selection_id || ' does not exist';
+        v_details := jsonb_build_object('selection_id', p_selection_id);
     ELSIF v_market_status <> 'open' THEN
         v_code := 'market_suspended';
-        v_message := 'market ' || v_market_id || ' is ' || v_market_status;
+        v_details := jsonb_build_object('market_id', v_market_id, 'market_status', v_market_status);
     ELSIF (p_accept = 'exact' AND v_current_odds <> p_odds)
        OR (p_accept = 'better' AND v_current_odds < p_odds) THEN
         v_code := 'odds_changed';
-        v_message := 'the odds are now ' || v_current_odds;
+        v_details := jsonb_build_object('odds', v_current_odds);
     ELSIF p_stake < v_stake_min OR p_stake > v_stake_max THEN
         v_code := 'stake_limit';
-        v_message := 'stake must be between ' || v_stake_min || ' and ' || v_stake_max;
+        v_details := jsonb_build_object('stake_min', v_stake_min, 'stake_max', v_stake_max);
+    ELSE
+        -- The house's liability if the bet wins: stake * (odds - 1), rounded up. numeric,
+        -- because stake * odds units can exceed bigint; a liability above the whole market's
+        -- limit is refused before any write.
+        v_liability := ceil(p_stake::numeric * (v_current_odds - 10000) / 10000);
+        IF v_liability > v_liability_max THEN
+            v_code := 'liability_limit';
+        END IF;
     END IF;
 
     IF v_code IS NULL THEN
         -- The bet takes the current odds: equal to the asked odds under 'exact', at least as
         -- good under 'better', whatever they are under 'any'.
         v_odds := v_current_odds;
-        -- The house's liability if the bet wins: stake * (odds - 1), rounded up.
-        v_liability := (p_stake * (v_odds - 10000) + 9999) / 10000;
         BEGIN
             -- 3. The bet row.
             INSERT INTO bets (account_id, market_id, selection_id, currency, stake, odds,
@@ -118,14 +126,14 @@ BEGIN
             -- 4. One exposure shard (by bet id, so concurrent bets spread over the shards); a
             --    full shard may try one other shard.
             v_shard := (v_bet_id % v_shards)::integer;
-            UPDATE market_exposure SET liability = liability + v_liability
+            UPDATE market_exposure SET liability = liability + v_liability::bigint
             WHERE market_id = v_market_id AND shard = v_shard
-              AND liability + v_liability <= liability_limit
+              AND liability + v_liability::bigint <= liability_limit
             RETURNING true INTO v_done;
             IF v_done IS NULL AND v_shards > 1 THEN
-                UPDATE market_exposure SET liability = liability + v_liability
+                UPDATE market_exposure SET liability = liability + v_liability::bigint
                 WHERE market_id = v_market_id AND shard = (v_shard + 1) % v_shards
-                  AND liability + v_liability <= liability_limit
+                  AND liability + v_liability::bigint <= liability_limit
                 RETURNING true INTO v_done;
             END IF;
             IF v_done IS NULL THEN
@@ -152,20 +160,16 @@ BEGIN
                 RAISE SQLSTATE 'FT001' USING MESSAGE = 'insufficient_funds';
             END IF;
         EXCEPTION WHEN SQLSTATE 'FT001' THEN
-            -- The block's writes are undone; the key stays claimed and stores the refusal.
+            -- The block's writes are undone (the bet row too: forget its id); the key stays
+            -- claimed and stores the refusal.
             v_code := SQLERRM;
-            v_message := CASE v_code
-                WHEN 'liability_limit' THEN 'the market cannot take this liability'
-                ELSE 'available balance is below the stake' END;
+            v_bet_id := NULL;
         END;
     END IF;
 
     IF v_code IS NOT NULL THEN
         outcome := 'rejected';
-        response := jsonb_build_object('code', v_code, 'message', v_message);
-        IF v_code = 'odds_changed' THEN
-            response := response || jsonb_build_object('odds', v_current_odds);
-        END IF;
+        response := jsonb_build_object('code', v_code) || coalesce(v_details, '{}');
     ELSE
         outcome := 'placed';
         response := jsonb_build_object(
@@ -175,9 +179,11 @@ BEGIN
                                  'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
             'available', v_available, 'reserved', v_reserved, 'currency', v_currency);
     END IF;
-    -- The first result for the key, success or refusal, is what every retry gets.
+    -- The first result for the key, success or refusal, is what every retry gets: returned now
+    -- exactly as it is stored.
+    response := jsonb_build_object('outcome', outcome) || response;
     UPDATE idempotency_keys
-    SET response = jsonb_build_object('outcome', outcome) || fulltime_place.response,
+    SET response = fulltime_place.response,
         bet_id = v_bet_id
     WHERE account_id = p_account_id AND idempotency_key = p_idempotency_key;
 END;
