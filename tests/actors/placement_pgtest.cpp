@@ -473,15 +473,20 @@ TEST_CASE("two simultaneous requests with one key make one bet and identical rep
 }
 
 TEST_CASE("a held balance row lock makes the placement retry and then succeed") {
-    engine e;
+    engine e([](fulltime::config& cfg) { cfg.placement.lock_retries_max = 20; });
     e.add_market(10, 1001, "2.00");
     e.fund(1, 10000);
     auto c = open_bets(e.port(), 1);
-    // Holds account 1's row for 150 ms: the placement's last step waits 50 ms, times out and
-    // retries with the same key until the lock is gone.
+    // Every actor opens its connection first, so that the timed part below is the lock only.
+    for (int i = 0; i < 4; ++i) {
+        REQUIRE(request(c, place("w", "warm-" + std::to_string(i), 1001, "1.00", "2.00"))["type"] ==
+                "placed");
+    }
+    // Holds account 1's row for 300 ms: the placement's last step waits 50 ms, times out and
+    // retries with the same key until the lock is gone (20 retries allow a whole second).
     std::thread holder([&] {
         e.exec("BEGIN; UPDATE accounts SET available = available WHERE account_id = 1;"
-               "SELECT pg_sleep(0.15); COMMIT;");
+               "SELECT pg_sleep(0.3); COMMIT;");
     });
     REQUIRE(eventually_locked(e));
     const auto start = steady::now();
@@ -492,8 +497,10 @@ TEST_CASE("a held balance row lock makes the placement retry and then succeed") 
     CHECK(r["replayed"] == false);
     CHECK(e.metrics().lock_timeouts.value() >= 1);
     CHECK(e.metrics().retries.value() >= 1);
-    CHECK(elapsed < 1s);
-    CHECK(e.scalar("SELECT count(*) FROM bets") == 1);
+    CHECK(elapsed < 1500ms);
+    CHECK(e.metrics().busy.value() == 0);
+    CHECK(e.scalar("SELECT count(*) FROM bets WHERE idempotency_key = 'locked-1'") == 1);
+    CHECK(e.scalar("SELECT count(*) FROM bets") == 5);
     e.check_invariants();
 }
 
