@@ -293,7 +293,7 @@ config load_config(const std::optional<std::string>& path,
              std::to_string(d.placement.size_max) + "): each actor owns one connection");
     }
     p.lock_timeout_ms = r.timeout_ms("placement.lock_timeout_ms");
-    p.lock_retries_max = r.size("placement.lock_retries_max", 0, 100);
+    p.lock_retries_max = r.size("placement.lock_retries_max", 0, limits::placement_lock_retries_max);
     p.idempotency_retention_s = r.integer("placement.idempotency_retention_s", 60, 366LL * 86400);
     p.purge_batch_max = r.size("placement.purge_batch_max", 1, 100'000);
     p.purge_interval_ms = r.timeout_ms("placement.purge_interval_ms");

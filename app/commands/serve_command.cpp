@@ -3,11 +3,13 @@
 #include "app/commands/migrate_step.hpp"
 #include "app/commands/secret.hpp"
 
+#include "fulltime/actors/placement.hpp"
 #include "fulltime/actors/runtime.hpp"
 #include "fulltime/core/log.hpp"
 #include "fulltime/core/metrics.hpp"
 #include "fulltime/core/resources.hpp"
 #include "fulltime/db/pool.hpp"
+#include "fulltime/net/bets_endpoint.hpp"
 #include "fulltime/net/feed_endpoint.hpp"
 #include "fulltime/net/operator_routes.hpp"
 #include "fulltime/net/server.hpp"
@@ -30,10 +32,12 @@ namespace fulltime::app {
 
 namespace {
 
-// Waits for SIGINT/SIGTERM, then drains: the gateway first (in-flight requests still need their
-// pools), then the pools. A second signal during the drain stops the event loop at once.
+// Waits for SIGINT/SIGTERM, then drains: the gateway first (in-flight requests still need the
+// actors and pools), then the placement actors (they release their connections), then the
+// pools. A second signal during the drain stops the event loop at once.
 boost::asio::awaitable<void> watch_signals(boost::asio::io_context& ioc,
                                            boost::asio::signal_set& signals, net::server& gateway,
+                                           actors::placement_service& placement,
                                            db::pools& pools, std::int64_t deadline_ms) {
     auto [ec, signal_number] =
         co_await signals.async_wait(boost::asio::as_tuple(boost::asio::use_awaitable));
@@ -49,6 +53,7 @@ boost::asio::awaitable<void> watch_signals(boost::asio::io_context& ioc,
         }
     });
     co_await gateway.shutdown(std::chrono::milliseconds(deadline_ms));
+    placement.stop();
     pools.close();
     signals.cancel();
 }
@@ -78,6 +83,10 @@ int serve_command(const config& cfg) {
     db::pools pools =
         db::pools::make(ioc.get_executor(), cfg.database, target.conninfo, target.read_conninfo);
     actors::runtime actor_runtime(cfg.actors);
+    actors::placement_metrics placement_metrics(registry);
+    actors::placement_service placement(actor_runtime.system(), ioc.get_executor(),
+                                        *pools.placement, *pools.background, cfg,
+                                        placement_metrics);
 
     net::services services;
     services.cfg = &cfg;
@@ -85,6 +94,7 @@ int serve_command(const config& cfg) {
     services.metrics = &registry;
     services.token_secret = secret;
     services.migrations = resources::migrations();
+    net::add_bets_handlers(services.bets, {&placement, &placement_metrics, pools.read.get()});
     auto feed = net::make_feed_endpoint(cfg, pools, registry);
     services.feed = std::move(feed.handlers);
     services.routes = std::move(feed.routes);
@@ -96,9 +106,14 @@ int serve_command(const config& cfg) {
 
     boost::asio::signal_set signals(ioc, SIGINT, SIGTERM);
     boost::asio::co_spawn(
-        ioc, watch_signals(ioc, signals, gateway, pools, cfg.gateway.shutdown_deadline_ms),
+        ioc,
+        watch_signals(ioc, signals, gateway, placement, pools, cfg.gateway.shutdown_deadline_ms),
         boost::asio::detached);
     ioc.run();
+
+    // After a second signal the loop stopped mid-drain: nothing runs on it any more, so this
+    // thread may release what the drain did not.
+    placement.stop();
 
     actor_runtime.shutdown();
     if (target.cluster) {

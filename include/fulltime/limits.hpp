@@ -51,6 +51,21 @@ inline constexpr std::int64_t timeout_ms_max = 3'600'000;
 /// Parameters in one statement (libpq itself allows 65535).
 inline constexpr std::size_t statement_params_max = 65'535;
 
+// --- Placement ---------------------------------------------------------------------------------
+
+/// Requests waiting in one placement actor's queue (the one running excluded). Beyond it a
+/// request is answered `busy` at once: at a few milliseconds per placement, a full queue is
+/// already most of a second of waiting, and more would only turn into timeouts.
+inline constexpr std::size_t placement_queue_per_actor_max = 256;
+/// Re-executions of one placement on a fresh connection after its connection broke. Safe
+/// because the idempotency key makes a re-execution return the first result.
+inline constexpr std::size_t placement_reconnects_max = 2;
+/// Upper bound on the configurable lock-timeout retries of one placement.
+inline constexpr std::size_t placement_lock_retries_max = 100;
+/// Purge transactions in one round of the idempotency purge actor; the rest waits for the next
+/// round, so that one round cannot monopolise a background connection.
+inline constexpr std::size_t purge_batches_per_round_max = 1000;
+
 // --- Tokens ------------------------------------------------------------------------------------
 
 /// Longest token accepted, in bytes; longer ones are refused before any decoding.

@@ -1,0 +1,61 @@
+#pragma once
+/// Internals of the placement path shared by actors/placement_*.cpp: the io-side state of each
+/// actor and the coroutines that run on the io_context. No CAF here: these run on the engine's
+/// single io thread and never see an actor.
+
+#include "fulltime/actors/placement.hpp"
+#include "fulltime/db/pool.hpp"
+
+#include <boost/asio/awaitable.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace fulltime::actors::detail {
+
+using steady = std::chrono::steady_clock;
+
+/// Holds the io side of one placement actor: its connection and the settings of a call.
+/// Every member is touched on the io_context only; the actor merely holds the pointer.
+struct placement_worker {
+    db::pool* pool = nullptr;
+    db::pooled_connection conn;  ///< kept across calls; empty while a call owns it
+    bool closed = false;         ///< set by stop(): release the connection, take no more
+    std::int64_t lock_timeout_ms = 0;
+    std::size_t lock_retries_max = 0;
+    std::chrono::milliseconds query_timeout{0};
+    placement_metrics* metrics = nullptr;
+};
+
+/// Runs one placement to its answer on the worker's connection: acquires a connection when it
+/// has none, calls fulltime_place, retries with the same key after a lock timeout (at most
+/// lock_retries_max times) or a broken connection (at most limits::placement_reconnects_max
+/// times), and answers busy when `deadline` passes first. Never throws.
+boost::asio::awaitable<bets::place_result> execute_placement(
+    std::shared_ptr<placement_worker> worker, bets::place_request request,
+    std::string fingerprint, steady::time_point deadline);
+
+/// Holds the io side of the purge actor.
+struct purge_worker {
+    db::pool* pool = nullptr;
+    std::int64_t retention_s = 0;
+    std::size_t batch_max = 0;
+    std::int64_t lock_timeout_ms = 0;
+    std::int64_t statement_timeout_ms = 0;
+    placement_metrics* metrics = nullptr;
+    bool closed = false;  ///< io only
+};
+
+/// Deletes idempotency keys older than the retention, batch_max per transaction, until a batch
+/// comes back short or limits::purge_batches_per_round_max batches ran. Returns the number
+/// deleted, or nullopt when a batch failed (what earlier batches deleted stays deleted).
+boost::asio::awaitable<std::optional<std::int64_t>> purge_round(
+    std::shared_ptr<purge_worker> worker);
+
+/// Returns a busy result with `message` for the client.
+bets::place_result busy_result(std::string message);
+
+}  // namespace fulltime::actors::detail

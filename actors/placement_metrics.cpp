@@ -1,0 +1,76 @@
+#include "fulltime/actors/placement.hpp"
+
+#include "fulltime/core/metrics.hpp"
+
+namespace fulltime::actors {
+
+namespace {
+
+constexpr const char* outcomes_name = "fulltime_placements_total";
+constexpr const char* outcomes_help =
+    "Place requests answered, by outcome (placed and rejected count first executions only).";
+constexpr const char* busy_name = "fulltime_placement_busy_total";
+constexpr const char* busy_help = "Place requests answered busy, by reason.";
+
+}  // namespace
+
+placement_metrics::placement_metrics(metrics::registry& registry)
+    : placed(registry.make_counter(outcomes_name, outcomes_help, R"(outcome="placed")")),
+      rejected(registry.make_counter(outcomes_name, outcomes_help, R"(outcome="rejected")")),
+      replayed(registry.make_counter(outcomes_name, outcomes_help, R"(outcome="replayed")")),
+      key_reused(registry.make_counter(outcomes_name, outcomes_help, R"(outcome="key_reused")")),
+      busy(registry.make_counter(outcomes_name, outcomes_help, R"(outcome="busy")")),
+      failed(registry.make_counter(outcomes_name, outcomes_help, R"(outcome="failed")")),
+      invalid(registry.make_counter(outcomes_name, outcomes_help, R"(outcome="invalid")")),
+      lock_timeouts(registry.make_counter(
+          "fulltime_placement_lock_timeouts_total",
+          "Placements that hit SET LOCAL lock_timeout (SQLSTATE 55P03), retried or not.")),
+      retries(registry.make_counter(
+          "fulltime_placement_retries_total",
+          "Placements executed again with the same key after a lock timeout or deadlock.")),
+      reconnects(registry.make_counter(
+          "fulltime_placement_reconnects_total",
+          "Placements executed again on a fresh connection after theirs broke.")),
+      busy_queue_full(registry.make_counter(busy_name, busy_help, R"(reason="queue_full")")),
+      busy_deadline(registry.make_counter(busy_name, busy_help, R"(reason="deadline")")),
+      busy_locked(registry.make_counter(busy_name, busy_help, R"(reason="lock_retries")")),
+      busy_unavailable(registry.make_counter(busy_name, busy_help, R"(reason="unavailable")")),
+      purged_keys(registry.make_counter("fulltime_idempotency_keys_purged_total",
+                                        "Expired idempotency keys deleted by the purge actor.")),
+      purge_batches(registry.make_counter("fulltime_idempotency_purge_batches_total",
+                                          "Purge transactions committed.")),
+      purge_failures(registry.make_counter("fulltime_idempotency_purge_failures_total",
+                                           "Purge rounds that stopped on an error.")) {
+    // The collector reads this object at scrape time: the engine keeps it alive as long as the
+    // gateway serves /metrics.
+    registry.add_collector([this](std::string& out) {
+        latency.render(out, "fulltime_placement_latency_seconds",
+                       "Time from a place request reaching the placement service to its answer.");
+    });
+}
+
+void placement_metrics::record(const bets::place_result& result,
+                               std::chrono::microseconds elapsed) noexcept {
+    using status = bets::place_result::status;
+    switch (result.kind) {
+        case status::placed:
+            (result.replayed ? replayed : placed).inc();
+            break;
+        case status::rejected:
+            if (!result.stored) {
+                key_reused.inc();
+            } else {
+                (result.replayed ? replayed : rejected).inc();
+            }
+            break;
+        case status::busy:
+            busy.inc();
+            break;
+        case status::failed:
+            failed.inc();
+            break;
+    }
+    latency.record(elapsed);
+}
+
+}  // namespace fulltime::actors

@@ -1,0 +1,358 @@
+// The placement actors, the purge actor, and the service that owns them. See placement.hpp for
+// the threading model: actors hold queues and promises; every database call runs on the
+// io_context, and its result comes back to the actor as a message.
+
+#include "actors/placement_detail.hpp"
+#include "fulltime/actors/bridge.hpp"
+#include "fulltime/actors/placement.hpp"
+#include "fulltime/core/assert.hpp"
+#include "fulltime/core/log.hpp"
+#include "fulltime/core/metrics.hpp"
+#include "fulltime/limits.hpp"
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/post.hpp>
+
+#include <caf/all.hpp>
+
+#include <atomic>
+#include <deque>
+#include <vector>
+
+// Placement messages never leave the process, so they need no serialization: CAF 0.17 accepts
+// such types in messages once they are declared unsafe-but-allowed.
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(fulltime::bets::place_request)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(fulltime::bets::place_result)
+
+namespace fulltime::actors {
+
+namespace asio = boost::asio;
+using detail::steady;
+
+namespace {
+
+using place_atom = caf::atom_constant<caf::atom("ft_place")>;
+using placed_atom = caf::atom_constant<caf::atom("ft_placed")>;
+using tick_atom = caf::atom_constant<caf::atom("ft_tick")>;
+using purge_atom = caf::atom_constant<caf::atom("ft_purge")>;
+using purged_atom = caf::atom_constant<caf::atom("ft_purged")>;
+
+const std::string shutting_down =
+    "the server is shutting down: retry with the same idempotency_key";
+
+// --- Placement actor -------------------------------------------------------------------------
+
+struct pending_placement {
+    bets::place_request request;
+    std::string fingerprint;
+    caf::response_promise promise;
+    steady::time_point deadline;
+};
+
+struct placement_state {
+    std::deque<pending_placement> queue;  ///< at most limits::placement_queue_per_actor_max
+    std::optional<caf::response_promise> running;  ///< the request on the io_context, if any
+    std::uint64_t seq = 0;                          ///< identifies the running request
+    std::shared_ptr<detail::placement_worker> worker;
+    asio::any_io_executor io;
+    std::chrono::milliseconds budget{0};
+    placement_metrics* metrics = nullptr;
+    static inline const char* name = "fulltime.placement";
+};
+
+using placement_actor = caf::stateful_actor<placement_state>;
+
+// Runs on the io_context: one placement, then its result back to the actor as a message.
+asio::awaitable<void> run_and_report(std::shared_ptr<detail::placement_worker> worker,
+                                     bets::place_request request, std::string fingerprint,
+                                     steady::time_point deadline, caf::actor reply_to,
+                                     std::uint64_t seq) {
+    auto result = co_await detail::execute_placement(std::move(worker), std::move(request),
+                                                     std::move(fingerprint), deadline);
+    caf::anon_send(reply_to, placed_atom::value, seq, std::move(result));
+}
+
+// Starts the oldest queued request when nothing runs. Requests whose deadline passed while
+// queued are answered busy without touching the database: their asker has given up.
+void start_next(placement_actor* self) {
+    auto& st = self->state;
+    while (!st.running && !st.queue.empty()) {
+        pending_placement next = std::move(st.queue.front());
+        st.queue.pop_front();
+        if (steady::now() >= next.deadline) {
+            st.metrics->busy_deadline.inc();
+            next.promise.deliver(detail::busy_result(
+                "the placement waited too long: retry with the same idempotency_key"));
+            continue;
+        }
+        st.running = std::move(next.promise);
+        const std::uint64_t seq = ++st.seq;
+        // The coroutine is created and started on the io thread, never on a CAF worker.
+        asio::post(st.io, [worker = st.worker, io = st.io, request = std::move(next.request),
+                           fingerprint = std::move(next.fingerprint), deadline = next.deadline,
+                           reply_to = caf::actor_cast<caf::actor>(self), seq]() mutable {
+            asio::co_spawn(io,
+                           run_and_report(std::move(worker), std::move(request),
+                                          std::move(fingerprint), deadline, std::move(reply_to),
+                                          seq),
+                           asio::detached);
+        });
+    }
+}
+
+caf::behavior placement_behavior(placement_actor* self,
+                                 std::shared_ptr<detail::placement_worker> worker,
+                                 asio::any_io_executor io, std::chrono::milliseconds budget,
+                                 placement_metrics* metrics) {
+    self->state.worker = std::move(worker);
+    self->state.io = std::move(io);
+    self->state.budget = budget;
+    self->state.metrics = metrics;
+    // Every promise gets an answer on the way out, so no asker waits for its timeout.
+    self->set_exit_handler([self](caf::exit_msg& msg) {
+        auto& st = self->state;
+        for (auto& p : st.queue) {
+            p.promise.deliver(detail::busy_result(shutting_down));
+        }
+        st.queue.clear();
+        if (st.running) {
+            st.running->deliver(detail::busy_result(shutting_down));
+            st.running.reset();
+        }
+        self->quit(msg.reason);
+    });
+    return {
+        [self](place_atom, bets::place_request& request,
+               std::string& fingerprint) -> caf::result<bets::place_result> {
+            auto& st = self->state;
+            if (st.queue.size() >= limits::placement_queue_per_actor_max) {
+                st.metrics->busy_queue_full.inc();
+                return detail::busy_result(
+                    "too many placements are waiting: retry with the same idempotency_key");
+            }
+            auto promise = self->make_response_promise();
+            st.queue.push_back(pending_placement{std::move(request), std::move(fingerprint),
+                                                 promise, steady::now() + st.budget});
+            start_next(self);
+            return promise;
+        },
+        [self](placed_atom, std::uint64_t seq, bets::place_result& result) {
+            auto& st = self->state;
+            FULLTIME_DEBUG_ASSERT(st.running && seq == st.seq);
+            if (!st.running || seq != st.seq) {
+                return;
+            }
+            auto promise = std::move(*st.running);
+            st.running.reset();
+            promise.deliver(std::move(result));
+            start_next(self);
+        },
+    };
+}
+
+// --- Purge actor -----------------------------------------------------------------------------
+
+struct purge_state {
+    std::shared_ptr<detail::purge_worker> worker;
+    asio::any_io_executor io;
+    std::chrono::milliseconds interval{0};
+    bool running = false;
+    bool tick_pending = false;
+    std::vector<caf::response_promise> waiting;  ///< purge_now callers of the running round
+    static inline const char* name = "fulltime.idempotency_purge";
+};
+
+using purge_actor = caf::stateful_actor<purge_state>;
+
+asio::awaitable<void> purge_and_report(std::shared_ptr<detail::purge_worker> worker,
+                                       caf::actor reply_to) {
+    auto deleted = co_await detail::purge_round(std::move(worker));
+    caf::anon_send(reply_to, purged_atom::value, deleted.has_value(), deleted.value_or(0));
+}
+
+void start_round(purge_actor* self) {
+    auto& st = self->state;
+    if (st.running) {
+        return;
+    }
+    st.running = true;
+    asio::post(st.io, [worker = st.worker, io = st.io,
+                       reply_to = caf::actor_cast<caf::actor>(self)]() mutable {
+        asio::co_spawn(io, purge_and_report(std::move(worker), std::move(reply_to)),
+                       asio::detached);
+    });
+}
+
+void schedule_tick(purge_actor* self) {
+    auto& st = self->state;
+    if (!st.tick_pending) {
+        st.tick_pending = true;
+        self->delayed_send(self, st.interval, tick_atom::value);
+    }
+}
+
+caf::behavior purge_behavior(purge_actor* self, std::shared_ptr<detail::purge_worker> worker,
+                             asio::any_io_executor io, std::chrono::milliseconds interval) {
+    self->state.worker = std::move(worker);
+    self->state.io = std::move(io);
+    self->state.interval = interval;
+    self->set_exit_handler([self](caf::exit_msg& msg) {
+        for (auto& p : self->state.waiting) {
+            p.deliver(caf::make_error(caf::sec::request_receiver_down));
+        }
+        self->state.waiting.clear();
+        self->quit(msg.reason);
+    });
+    schedule_tick(self);
+    return {
+        [self](tick_atom) {
+            self->state.tick_pending = false;
+            start_round(self);
+        },
+        [self](purge_atom) -> caf::result<std::int64_t> {
+            auto promise = self->make_response_promise();
+            self->state.waiting.push_back(promise);
+            start_round(self);
+            return promise;
+        },
+        [self](purged_atom, bool ok, std::int64_t deleted) {
+            auto& st = self->state;
+            st.running = false;
+            for (auto& p : st.waiting) {
+                if (ok) {
+                    p.deliver(deleted);
+                } else {
+                    p.deliver(caf::make_error(caf::sec::runtime_error));
+                }
+            }
+            st.waiting.clear();
+            schedule_tick(self);
+        },
+    };
+}
+
+}  // namespace
+
+// --- Service ---------------------------------------------------------------------------------
+
+struct placement_service::impl {
+    caf::actor_system* system = nullptr;
+    asio::any_io_executor io;
+    std::vector<caf::actor> actors;
+    caf::actor purger;
+    std::vector<std::shared_ptr<detail::placement_worker>> workers;
+    std::shared_ptr<detail::purge_worker> purge_worker;
+    std::atomic<std::size_t> next{0};
+    std::chrono::milliseconds request_timeout{0};
+    placement_metrics* metrics = nullptr;
+    bool stopped = false;
+
+    // Runs on the io_context: drops the idle connections and stops further calls.
+    void close_workers() {
+        for (auto& w : workers) {
+            w->closed = true;
+            w->conn = db::pooled_connection{};
+        }
+        purge_worker->closed = true;
+    }
+
+    void send_exits() {
+        for (auto& a : actors) {
+            caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+        }
+        caf::anon_send_exit(purger, caf::exit_reason::user_shutdown);
+    }
+};
+
+placement_service::placement_service(caf::actor_system& system, asio::any_io_executor io,
+                                     db::pool& placement, db::pool& background,
+                                     const config& cfg, placement_metrics& metrics)
+    : impl_(std::make_shared<impl>()) {
+    FULLTIME_ASSERT(cfg.placement.actors > 0);
+    impl_->system = &system;
+    impl_->io = io;
+    impl_->request_timeout = std::chrono::milliseconds(cfg.actors.request_timeout_ms);
+    impl_->metrics = &metrics;
+    // The actor gives up a tenth of the request's budget early, so that its busy answer reaches
+    // the session before the session's own deadline turns it into a timeout.
+    const auto budget = impl_->request_timeout - impl_->request_timeout / 10;
+    for (std::size_t i = 0; i < cfg.placement.actors; ++i) {
+        auto w = std::make_shared<detail::placement_worker>();
+        w->pool = &placement;
+        w->lock_timeout_ms = cfg.placement.lock_timeout_ms;
+        w->lock_retries_max = cfg.placement.lock_retries_max;
+        w->query_timeout = std::chrono::milliseconds(cfg.database.query_timeout_ms);
+        w->metrics = &metrics;
+        impl_->workers.push_back(w);
+        impl_->actors.push_back(system.spawn(placement_behavior, w, io, budget, &metrics));
+    }
+    auto p = std::make_shared<detail::purge_worker>();
+    p->pool = &background;
+    p->retention_s = cfg.placement.idempotency_retention_s;
+    p->batch_max = cfg.placement.purge_batch_max;
+    p->lock_timeout_ms = cfg.placement.lock_timeout_ms;
+    p->statement_timeout_ms = cfg.database.statement_timeout_ms;
+    p->metrics = &metrics;
+    impl_->purge_worker = p;
+    impl_->purger = system.spawn(purge_behavior, p, io,
+                                 std::chrono::milliseconds(cfg.placement.purge_interval_ms));
+}
+
+placement_service::~placement_service() {
+    if (!impl_->stopped) {
+        impl_->send_exits();
+        asio::post(impl_->io, [state = impl_] { state->close_workers(); });
+    }
+}
+
+asio::awaitable<bets::place_result> placement_service::place(bets::place_request request,
+                                                             std::string fingerprint) {
+    std::shared_ptr<impl> st = impl_;
+    const auto start = steady::now();
+    bets::place_result result;
+    if (st->stopped) {
+        result = detail::busy_result(shutting_down);
+    } else {
+        const auto& target = st->actors[st->next.fetch_add(1) % st->actors.size()];
+        auto reply = co_await ask<bets::place_result>(*st->system, target, st->request_timeout,
+                                                      place_atom::value, std::move(request),
+                                                      std::move(fingerprint));
+        if (reply) {
+            result = std::move(*reply);
+        } else if (reply.error() == caf::sec::request_timeout) {
+            // The placement may still commit; its key makes a retry return that result.
+            st->metrics->busy_deadline.inc();
+            result = detail::busy_result(
+                "the placement did not complete in time: retry with the same idempotency_key");
+        } else {
+            result = detail::busy_result(shutting_down);
+        }
+    }
+    st->metrics->record(result, std::chrono::duration_cast<std::chrono::microseconds>(
+                                    steady::now() - start));
+    co_return result;
+}
+
+asio::awaitable<std::optional<std::int64_t>> placement_service::purge_now() {
+    std::shared_ptr<impl> st = impl_;
+    auto reply = co_await ask<std::int64_t>(*st->system, st->purger, st->request_timeout,
+                                            purge_atom::value);
+    if (!reply) {
+        co_return std::nullopt;
+    }
+    co_return *reply;
+}
+
+std::size_t placement_service::actor_count() const noexcept { return impl_->actors.size(); }
+
+void placement_service::stop() {
+    if (impl_->stopped) {
+        return;
+    }
+    impl_->stopped = true;
+    impl_->send_exits();
+    impl_->close_workers();
+}
+
+}  // namespace fulltime::actors

@@ -1,0 +1,516 @@
+#include "fulltime/core/bets_protocol.hpp"
+
+#include "fulltime/core/money.hpp"
+#include "fulltime/limits.hpp"
+
+#include <openssl/evp.h>
+
+#include <array>
+#include <initializer_list>
+#include <stdexcept>
+
+namespace fulltime::bets {
+
+namespace {
+
+using json = nlohmann::json;
+
+request_error invalid(std::string message) { return request_error{std::move(message)}; }
+
+const std::string own_account_only = "a bet-client token acts on its own account only";
+
+// Refuses any field not in `allowed`: see the header for why unknown fields are not ignored.
+std::optional<request_error> refuse_unknown_fields(const json& message,
+                                                   std::initializer_list<std::string_view> allowed) {
+    for (const auto& [name, value] : message.items()) {
+        bool known = false;
+        for (auto a : allowed) {
+            if (name == a) {
+                known = true;
+                break;
+            }
+        }
+        if (!known) {
+            constexpr std::size_t chars_max = 64;
+            std::string shown = name.substr(0, chars_max);
+            if (name.size() > chars_max) {
+                shown += "...";
+            }
+            return invalid("unknown field \"" + shown + "\"");
+        }
+    }
+    return std::nullopt;
+}
+
+// A message may name its account, but only the token's own.
+std::optional<request_error> check_account(const json& message, std::int64_t token_account_id) {
+    auto it = message.find("account_id");
+    if (it == message.end()) {
+        return std::nullopt;
+    }
+    if (!it->is_number_integer()) {
+        return invalid("\"account_id\" must be a positive integer");
+    }
+    if (it->is_number_unsigned()) {
+        if (it->get<std::uint64_t>() != static_cast<std::uint64_t>(token_account_id)) {
+            return invalid(own_account_only);
+        }
+        return std::nullopt;
+    }
+    if (it->get<std::int64_t>() != token_account_id) {
+        return invalid(own_account_only);
+    }
+    return std::nullopt;
+}
+
+// Reads a required positive integer that fits int64. JSON floats ("1001.0", "1e3") and strings
+// are refused: identifiers are integers on the wire.
+checked<std::int64_t> positive_integer(const json& message, const char* name) {
+    auto it = message.find(name);
+    const std::string what = std::string("\"") + name + "\" must be a positive integer";
+    if (it == message.end()) {
+        return invalid(std::string("missing \"") + name + "\"");
+    }
+    if (!it->is_number_integer()) {
+        return invalid(what);
+    }
+    if (it->is_number_unsigned()) {
+        const auto v = it->get<std::uint64_t>();
+        if (v == 0 || v > static_cast<std::uint64_t>(INT64_MAX)) {
+            return invalid(what);
+        }
+        return static_cast<std::int64_t>(v);
+    }
+    const auto v = it->get<std::int64_t>();
+    if (v <= 0) {
+        return invalid(what);
+    }
+    return v;
+}
+
+checked<std::string_view> required_string(const json& message, const char* name) {
+    auto it = message.find(name);
+    if (it == message.end()) {
+        return invalid(std::string("missing \"") + name + "\"");
+    }
+    if (!it->is_string()) {
+        return invalid(std::string("\"") + name + "\" must be a string");
+    }
+    return std::string_view{it->get_ref<const std::string&>()};
+}
+
+std::string describe_amount_error(const char* name, money::parse_error e) {
+    return std::string("\"") + name + "\": " + std::string(money::describe(e));
+}
+
+}  // namespace
+
+std::string_view to_string(accept_policy p) noexcept {
+    switch (p) {
+        case accept_policy::exact:
+            return "exact";
+        case accept_policy::better:
+            return "better";
+        case accept_policy::any:
+            return "any";
+    }
+    return "exact";
+}
+
+std::string_view to_string(status_filter s) noexcept {
+    switch (s) {
+        case status_filter::open:
+            return "open";
+        case status_filter::settled:
+            return "settled";
+        case status_filter::all:
+            return "all";
+    }
+    return "all";
+}
+
+checked<place_request> parse_place(const json& message, std::int64_t token_account_id) {
+    if (auto e = refuse_unknown_fields(message, {"type", "id", "account_id", "idempotency_key",
+                                                 "selection_id", "stake", "odds", "accept"})) {
+        return *e;
+    }
+    if (auto e = check_account(message, token_account_id)) {
+        return *e;
+    }
+    place_request r;
+    r.account_id = token_account_id;
+
+    auto key = required_string(message, "idempotency_key");
+    if (!key) {
+        return key.error();
+    }
+    if (key->empty()) {
+        return invalid("\"idempotency_key\" must not be empty");
+    }
+    if (key->size() > limits::idempotency_key_bytes_max) {
+        return invalid("\"idempotency_key\" is longer than " +
+                       std::to_string(limits::idempotency_key_bytes_max) + " bytes");
+    }
+    r.idempotency_key = std::string(*key);
+
+    auto selection = positive_integer(message, "selection_id");
+    if (!selection) {
+        return selection.error();
+    }
+    r.selection_id = *selection;
+
+    auto stake_text = required_string(message, "stake");
+    if (!stake_text) {
+        if (!message.contains("stake")) {
+            return stake_text.error();
+        }
+        return request_error{stake_text.error().message +
+                             " (money travels as a decimal string, e.g. \"10.00\")"};
+    }
+    auto stake = money::parse_positive_amount(*stake_text);
+    if (!stake) {
+        return invalid(describe_amount_error("stake", stake.error()));
+    }
+    r.stake_minor = *stake;
+
+    auto odds_text = required_string(message, "odds");
+    if (!odds_text) {
+        if (!message.contains("odds")) {
+            return odds_text.error();
+        }
+        return request_error{odds_text.error().message +
+                             " (odds travel as a decimal string, e.g. \"2.50\")"};
+    }
+    auto odds = money::parse_odds(*odds_text);
+    if (!odds) {
+        return invalid(describe_amount_error("odds", odds.error()));
+    }
+    r.odds_units = *odds;
+
+    if (auto it = message.find("accept"); it != message.end()) {
+        if (!it->is_string()) {
+            return invalid("\"accept\" must be \"exact\", \"better\" or \"any\"");
+        }
+        const auto& a = it->get_ref<const std::string&>();
+        if (a == "exact") {
+            r.accept = accept_policy::exact;
+        } else if (a == "better") {
+            r.accept = accept_policy::better;
+        } else if (a == "any") {
+            r.accept = accept_policy::any;
+        } else {
+            return invalid("\"accept\" must be \"exact\", \"better\" or \"any\"");
+        }
+    }
+    return r;
+}
+
+checked<balance_request> parse_balance(const json& message, std::int64_t token_account_id) {
+    if (auto e = refuse_unknown_fields(message, {"type", "id", "account_id"})) {
+        return *e;
+    }
+    if (auto e = check_account(message, token_account_id)) {
+        return *e;
+    }
+    return balance_request{token_account_id};
+}
+
+checked<bets_request> parse_bets(const json& message, std::int64_t token_account_id) {
+    if (auto e = refuse_unknown_fields(message, {"type", "id", "account_id", "status", "limit"})) {
+        return *e;
+    }
+    if (auto e = check_account(message, token_account_id)) {
+        return *e;
+    }
+    bets_request r;
+    r.account_id = token_account_id;
+    if (auto it = message.find("status"); it != message.end()) {
+        const std::string what = "\"status\" must be \"open\", \"settled\" or \"all\"";
+        if (!it->is_string()) {
+            return invalid(what);
+        }
+        const auto& s = it->get_ref<const std::string&>();
+        if (s == "open") {
+            r.status = status_filter::open;
+        } else if (s == "settled") {
+            r.status = status_filter::settled;
+        } else if (s == "all") {
+            r.status = status_filter::all;
+        } else {
+            return invalid(what);
+        }
+    }
+    if (auto it = message.find("limit"); it != message.end()) {
+        const std::string what =
+            "\"limit\" must be an integer from 1 to " + std::to_string(bets_limit_max);
+        if (!it->is_number_integer()) {
+            return invalid(what);
+        }
+        if (it->is_number_unsigned()) {
+            const auto v = it->get<std::uint64_t>();
+            if (v < 1 || v > static_cast<std::uint64_t>(bets_limit_max)) {
+                return invalid(what);
+            }
+            r.limit = static_cast<std::int64_t>(v);
+        } else {
+            const auto v = it->get<std::int64_t>();
+            if (v < 1 || v > bets_limit_max) {
+                return invalid(what);
+            }
+            r.limit = v;
+        }
+    }
+    return r;
+}
+
+std::string fingerprint(const place_request& request) {
+    const std::string canonical = "place/v1|" + std::to_string(request.selection_id) + "|" +
+                                  std::to_string(request.stake_minor) + "|" +
+                                  std::to_string(request.odds_units) + "|" +
+                                  std::string(to_string(request.accept));
+    std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
+    unsigned int length = 0;
+    if (EVP_Digest(canonical.data(), canonical.size(), digest.data(), &length, EVP_sha256(),
+                   nullptr) != 1) {
+        // Only an allocation failure or a broken OpenSSL gets here: nothing a client caused.
+        throw std::runtime_error("SHA-256 failed");
+    }
+    static constexpr char hex[] = "0123456789abcdef";
+    std::string out;
+    out.reserve(2 * length);
+    for (unsigned int i = 0; i < length; ++i) {
+        out += hex[digest[i] >> 4];
+        out += hex[digest[i] & 0x0f];
+    }
+    return out;
+}
+
+namespace {
+
+// Reads an integer member; a missing or mistyped one is a shape error.
+std::optional<std::int64_t> int_member(const json& j, const char* name) {
+    auto it = j.find(name);
+    if (it == j.end() || !it->is_number_integer()) {
+        return std::nullopt;
+    }
+    return it->get<std::int64_t>();
+}
+
+std::optional<std::string> string_member(const json& j, const char* name) {
+    auto it = j.find(name);
+    if (it == j.end() || !it->is_string()) {
+        return std::nullopt;
+    }
+    return it->get<std::string>();
+}
+
+// Composes the client's message for a stored refusal from its structured details, so that
+// amounts and odds are formatted by core/money and never by SQL.
+std::string refusal_message(const std::string& code, const json& details) {
+    if (code == "insufficient_funds") {
+        if (details.value("account_missing", false)) {
+            return "the account does not exist";
+        }
+        return "the available balance is below the stake";
+    }
+    if (code == "unknown_selection") {
+        if (auto s = int_member(details, "selection_id")) {
+            return "selection " + std::to_string(*s) + " does not exist";
+        }
+        return "the selection does not exist";
+    }
+    if (code == "market_suspended") {
+        auto m = int_member(details, "market_id");
+        auto status = string_member(details, "market_status");
+        if (m && status) {
+            return "market " + std::to_string(*m) + " is " + *status;
+        }
+        return "the market is not open";
+    }
+    if (code == "odds_changed") {
+        if (auto o = int_member(details, "odds")) {
+            return "the odds are now " + money::format_odds(*o);
+        }
+        return "the odds have changed";
+    }
+    if (code == "stake_limit") {
+        auto lo = int_member(details, "stake_min");
+        auto hi = int_member(details, "stake_max");
+        if (lo && hi) {
+            return "the stake must be between " + money::format_amount(*lo) + " and " +
+                   money::format_amount(*hi);
+        }
+        return "the stake is outside the market's limits";
+    }
+    if (code == "liability_limit") {
+        return "the market cannot take this bet's liability";
+    }
+    if (code == "idempotency_key_reused") {
+        return "this idempotency key was used with different parameters";
+    }
+    return code;
+}
+
+bool is_refusal_code(const std::string& code) {
+    for (std::string_view c : {"insufficient_funds", "unknown_selection", "market_suspended",
+                               "odds_changed", "stake_limit", "liability_limit"}) {
+        if (code == c) {
+            return true;
+        }
+    }
+    return false;
+}
+
+checked<place_result> read_stored(const json& stored, bool replayed) {
+    place_result r;
+    r.replayed = replayed;
+    r.stored = true;
+    const auto outcome = string_member(stored, "outcome");
+    if (!outcome) {
+        return invalid("stored response has no outcome");
+    }
+    if (*outcome == "rejected") {
+        auto code = string_member(stored, "code");
+        if (!code || !is_refusal_code(*code)) {
+            return invalid("stored refusal has no known code");
+        }
+        r.kind = place_result::status::rejected;
+        r.code = *code;
+        r.message = refusal_message(*code, stored);
+        return r;
+    }
+    if (*outcome != "placed") {
+        return invalid("stored response has an unknown outcome");
+    }
+    r.kind = place_result::status::placed;
+    auto& b = r.bet;
+    auto bet_id = int_member(stored, "bet_id");
+    auto account_id = int_member(stored, "account_id");
+    auto market_id = int_member(stored, "market_id");
+    auto selection_id = int_member(stored, "selection_id");
+    auto stake = int_member(stored, "stake");
+    auto odds = int_member(stored, "odds");
+    auto available = int_member(stored, "available");
+    auto reserved = int_member(stored, "reserved");
+    auto placed_at = string_member(stored, "placed_at");
+    auto currency = string_member(stored, "currency");
+    if (!bet_id || !account_id || !market_id || !selection_id || !stake || !odds || !available ||
+        !reserved || !placed_at || !currency) {
+        return invalid("stored bet lacks a field");
+    }
+    b.bet_id = *bet_id;
+    b.account_id = *account_id;
+    b.market_id = *market_id;
+    b.selection_id = *selection_id;
+    b.stake_minor = *stake;
+    b.odds_units = *odds;
+    b.available_minor = *available;
+    b.reserved_minor = *reserved;
+    b.placed_at = *placed_at;
+    b.currency = *currency;
+    return r;
+}
+
+}  // namespace
+
+checked<place_result> read_place_outcome(std::string_view outcome, std::string_view response) {
+    const json stored = json::parse(response, nullptr, false);
+    if (stored.is_discarded() || !stored.is_object()) {
+        return invalid("placement response is not a JSON object");
+    }
+    if (outcome == "key_reused") {
+        place_result r;
+        r.kind = place_result::status::rejected;
+        r.code = "idempotency_key_reused";
+        r.message = refusal_message(r.code, stored);
+        return r;
+    }
+    if (outcome == "placed" || outcome == "rejected") {
+        return read_stored(stored, false);
+    }
+    if (outcome == "replayed") {
+        return read_stored(stored, true);
+    }
+    return invalid("unknown placement outcome");
+}
+
+json render_invalid(const json& id, std::string_view message) {
+    return json{{"type", "error"}, {"id", id}, {"code", "invalid_request"}, {"message", message}};
+}
+
+json render_busy(const json& id, std::string_view message) {
+    return json{{"type", "rejected"}, {"id", id}, {"code", "busy"}, {"message", message}};
+}
+
+json render_place_result(const json& id, const place_result& result) {
+    switch (result.kind) {
+        case place_result::status::placed: {
+            const auto& b = result.bet;
+            return json{{"type", "placed"},
+                        {"id", id},
+                        {"replayed", result.replayed},
+                        {"bet",
+                         {{"bet_id", b.bet_id},
+                          {"account_id", b.account_id},
+                          {"market_id", b.market_id},
+                          {"selection_id", b.selection_id},
+                          {"stake", money::format_amount(b.stake_minor)},
+                          {"odds", money::format_odds(b.odds_units)},
+                          {"placed_at", b.placed_at}}},
+                        {"balance",
+                         {{"available", money::format_amount(b.available_minor)},
+                          {"reserved", money::format_amount(b.reserved_minor)}}}};
+        }
+        case place_result::status::rejected: {
+            json reply{{"type", "rejected"},
+                       {"id", id},
+                       {"code", result.code},
+                       {"message", result.message}};
+            if (result.stored) {
+                reply["replayed"] = result.replayed;
+            }
+            return reply;
+        }
+        case place_result::status::busy:
+            return render_busy(id, result.message.empty()
+                                       ? "the placement could not run now: retry with the same "
+                                         "idempotency_key"
+                                       : result.message);
+        case place_result::status::failed:
+            break;
+    }
+    return json{{"type", "error"}, {"id", id}, {"code", "internal"}, {"message", "internal error"}};
+}
+
+json render_balance(const json& id, const balance& b) {
+    return json{{"type", "balance"},
+                {"id", id},
+                {"available", money::format_amount(b.available_minor)},
+                {"reserved", money::format_amount(b.reserved_minor)},
+                {"currency", b.currency}};
+}
+
+json render_bet_line(const bet_line& line) {
+    const auto& b = line.bet;
+    json j{{"bet_id", b.bet_id},
+           {"account_id", b.account_id},
+           {"market_id", b.market_id},
+           {"selection_id", b.selection_id},
+           {"stake", money::format_amount(b.stake_minor)},
+           {"odds", money::format_odds(b.odds_units)},
+           {"currency", line.currency},
+           {"placed_at", b.placed_at},
+           {"status", line.settled ? "settled" : "open"}};
+    if (line.settled) {
+        j["version"] = line.version;
+        j["outcome"] = line.outcome;
+        j["payout"] = money::format_amount(line.payout_minor);
+    }
+    return j;
+}
+
+void throw_exception_from_error(const request_error& e, const boost::source_location&) {
+    throw std::invalid_argument(e.message);
+}
+
+}  // namespace fulltime::bets

@@ -1,0 +1,42 @@
+#pragma once
+/// A fixed-bucket latency histogram, updated lock-free from any thread and rendered in the
+/// Prometheus text format with p50/p99 estimates (upper bound of the bucket holding the rank).
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace fulltime::metrics {
+
+/// Counts durations into fixed buckets from 250 us to 10 s (and one overflow bucket).
+class latency_histogram {
+public:
+    /// Upper bounds of the buckets, in microseconds; the last bucket is +Inf.
+    static constexpr std::array<std::int64_t, 16> bounds_us = {
+        250,    500,    1'000,   2'000,   5'000,   10'000,  20'000,    50'000,
+        100'000, 200'000, 500'000, 1'000'000, 2'000'000, 5'000'000, 10'000'000, INT64_MAX};
+
+    /// Records one duration.
+    void record(std::chrono::microseconds duration) noexcept;
+
+    /// Returns how many durations were recorded.
+    std::uint64_t count() const noexcept;
+
+    /// Returns the upper bound, in microseconds, of the bucket holding quantile q (0 < q <= 1);
+    /// 0 when nothing was recorded. A duration past the last finite bound reports that bound.
+    std::int64_t quantile_us(double q) const noexcept;
+
+    /// Appends `name`_bucket/_sum/_count as a Prometheus histogram in seconds, then the gauges
+    /// `name`_p50 and `name`_p99 (estimates, in seconds).
+    void render(std::string& out, std::string_view name, std::string_view help) const;
+
+private:
+    std::array<std::atomic<std::uint64_t>, bounds_us.size()> buckets_{};
+    std::atomic<std::uint64_t> count_{0};
+    std::atomic<std::int64_t> sum_us_{0};
+};
+
+}  // namespace fulltime::metrics

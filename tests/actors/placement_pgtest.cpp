@@ -1,0 +1,837 @@
+// The placement path end to end inside one process: the real gateway with the bets handlers,
+// real placement actors on a CAF runtime, real pools on a scratch database with the engine's
+// migrations, driven over WebSocket by the blocking test client. Every scenario ends with the
+// money invariants of DESIGN.md.
+
+#include "fulltime/actors/placement.hpp"
+#include "fulltime/actors/runtime.hpp"
+#include "fulltime/config/config.hpp"
+#include "fulltime/core/metrics.hpp"
+#include "fulltime/core/resources.hpp"
+#include "fulltime/core/token.hpp"
+#include "fulltime/db/migrations.hpp"
+#include "fulltime/db/pool.hpp"
+#include "fulltime/net/bets_endpoint.hpp"
+#include "fulltime/net/server.hpp"
+#include "support/http_client.hpp"
+#include "support/pg_support.hpp"
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+#endif
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/use_future.hpp>
+
+#include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <future>
+#include <map>
+#include <mutex>
+#include <set>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+namespace {
+
+namespace asio = boost::asio;
+namespace net = fulltime::net;
+namespace token = fulltime::token;
+using fulltime::test::exec_scalar;
+using fulltime::test::ws_client;
+using nlohmann::json;
+using namespace std::chrono_literals;
+using steady = std::chrono::steady_clock;
+
+const std::string secret = "placement-test-secret";
+
+std::string account_token(std::int64_t account_id) {
+    token::claims c;
+    c.kind = token::kind::account;
+    c.account_id = account_id;
+    c.expires_at_s = std::chrono::duration_cast<std::chrono::seconds>(
+                         std::chrono::system_clock::now().time_since_epoch())
+                         .count() +
+                     3600;
+    return token::sign(c, secret);
+}
+
+asio::awaitable<bool> apply_migrations(fulltime::db::pool* pool) {
+    auto conn = co_await pool->acquire();
+    if (!conn) {
+        co_return false;
+    }
+    auto report = co_await fulltime::db::migrate(**conn, fulltime::resources::migrations());
+    co_return report.has_value();
+}
+
+asio::awaitable<void> stop_on_loop(fulltime::actors::placement_service* placement,
+                                   fulltime::db::pools* pools) {
+    placement->stop();
+    pools->close();
+    co_return;
+}
+
+// Owns a scratch database with the engine's schema, the pools, the actor runtime, the
+// placement service and the gateway, with the io_context on its own thread.
+class engine {
+public:
+    explicit engine(const std::function<void(fulltime::config&)>& configure = {}) {
+        cfg_.gateway.host = "127.0.0.1";
+        cfg_.gateway.port = 0;
+        cfg_.gateway.connections_max = 64;
+        cfg_.gateway.frame_bytes_max = 4096;
+        cfg_.gateway.inflight_per_connection_max = 16;
+        cfg_.gateway.handshake_timeout_ms = 2000;
+        cfg_.gateway.idle_timeout_ms = 20000;
+        cfg_.gateway.shutdown_deadline_ms = 2000;
+        cfg_.database.url = db_.url();
+        cfg_.database.connect_timeout_ms = 2000;
+        cfg_.database.statement_timeout_ms = 5000;
+        cfg_.database.query_timeout_ms = 5000;
+        cfg_.database.placement = fulltime::pool_settings{4, 64, 2000};
+        cfg_.database.settlement = fulltime::pool_settings{1, 16, 2000};
+        cfg_.database.read = fulltime::pool_settings{2, 256, 2000};
+        cfg_.database.background = fulltime::pool_settings{2, 16, 2000};
+        cfg_.actors.scheduler_threads = 2;
+        cfg_.actors.request_timeout_ms = 5000;
+        cfg_.placement.actors = 4;
+        cfg_.placement.lock_timeout_ms = 50;
+        cfg_.placement.lock_retries_max = 3;
+        cfg_.placement.idempotency_retention_s = 86400;
+        cfg_.placement.purge_batch_max = 1000;
+        cfg_.placement.purge_interval_ms = 60000;
+        if (configure) {
+            configure(cfg_);
+        }
+        pools_ = fulltime::db::pools::make(ioc_.get_executor(), cfg_.database, db_.url(),
+                                           db_.url());
+        runtime_ = std::make_unique<fulltime::actors::runtime>(cfg_.actors);
+        metrics_ = std::make_unique<fulltime::actors::placement_metrics>(registry_);
+        placement_ = std::make_unique<fulltime::actors::placement_service>(
+            runtime_->system(), ioc_.get_executor(), *pools_.placement, *pools_.background, cfg_,
+            *metrics_);
+        net::services s;
+        s.cfg = &cfg_;
+        s.pools = &pools_;
+        s.metrics = &registry_;
+        s.token_secret = secret;
+        s.migrations = fulltime::resources::migrations();
+        net::add_bets_handlers(s.bets, {placement_.get(), metrics_.get(), pools_.read.get()});
+        server_ = std::make_unique<net::server>(ioc_, std::move(s));
+        server_->start();
+        thread_ = std::thread([this] { ioc_.run(); });
+        REQUIRE(on_loop(apply_migrations(pools_.background.get())));
+    }
+
+    ~engine() {
+        try {
+            stop();
+        } catch (const std::exception& e) {
+            MESSAGE("stopping the engine: " << e.what());
+        }
+    }
+
+    engine(const engine&) = delete;
+    engine& operator=(const engine&) = delete;
+
+    template <class T>
+    T on_loop(asio::awaitable<T> task, std::chrono::milliseconds timeout = 20s) {
+        auto fut = asio::co_spawn(ioc_, std::move(task), asio::use_future);
+        if (fut.wait_for(timeout) != std::future_status::ready) {
+            throw std::runtime_error("task on the engine's loop timed out");
+        }
+        return fut.get();
+    }
+
+    void stop() {
+        if (!thread_.joinable()) {
+            return;
+        }
+        asio::co_spawn(ioc_, server_->shutdown(2000ms), asio::use_future).wait_for(10s);
+        asio::co_spawn(ioc_, stop_on_loop(placement_.get(), &pools_), asio::use_future)
+            .wait_for(5s);
+        work_.reset();
+        ioc_.stop();
+        thread_.join();
+        runtime_->shutdown();
+    }
+
+    std::uint16_t port() const { return server_->port(); }
+    const std::string& url() const { return db_.url(); }
+    const fulltime::config& cfg() const { return cfg_; }
+    fulltime::actors::placement_metrics& metrics() { return *metrics_; }
+    fulltime::actors::placement_service& placement() { return *placement_; }
+    std::string metrics_text() { return registry_.render(); }
+
+    /// Returns the first column of the first row of `sql` as an integer (0 when NULL).
+    std::int64_t scalar(const std::string& sql) const {
+        auto v = exec_scalar(db_.url(), sql);
+        return v ? std::stoll(*v) : 0;
+    }
+
+    void exec(const std::string& sql) const { exec_scalar(db_.url(), sql); }
+
+    /// Creates a market with one selection, its exposure shards (limit / shards each).
+    void add_market(std::int64_t market_id, std::int64_t selection_id, const std::string& odds,
+                    std::int64_t liability_limit_minor = 100'000'000'000,
+                    int shards = 4, std::int64_t stake_min_minor = 10,
+                    std::int64_t stake_max_minor = 100'000'000) const {
+        const auto m = std::to_string(market_id);
+        exec("INSERT INTO events (event_id, name) VALUES (1, 'event') ON CONFLICT DO NOTHING;"
+             "INSERT INTO markets (market_id, event_id, name, stake_min, stake_max, "
+             "liability_limit, exposure_shards) VALUES (" +
+             m + ", 1, 'market " + m + "', " + std::to_string(stake_min_minor) + ", " +
+             std::to_string(stake_max_minor) + ", " + std::to_string(liability_limit_minor) +
+             ", " + std::to_string(shards) + ");" +
+             "INSERT INTO selections (selection_id, market_id, name, odds) VALUES (" +
+             std::to_string(selection_id) + ", " + m + ", 'home', round(" + odds +
+             "::numeric * 10000)::bigint);" +
+             "INSERT INTO market_exposure (market_id, shard, liability_limit) SELECT " + m +
+             ", g, " + std::to_string(liability_limit_minor / shards) +
+             " FROM generate_series(0, " + std::to_string(shards - 1) + ") g;");
+    }
+
+    /// Creates the account if needed and deposits `amount_minor` as a keyed cash transfer plus
+    /// the matching balance update, in one transaction.
+    void fund(std::int64_t account_id, std::int64_t amount_minor,
+              const std::string& currency = "EUR") const {
+        static std::atomic<int> deposit{0};
+        const auto a = std::to_string(account_id);
+        const auto amount = std::to_string(amount_minor);
+        exec("BEGIN;"
+             "INSERT INTO accounts (account_id, currency) VALUES (" +
+             a + ", '" + currency + "') ON CONFLICT DO NOTHING;" +
+             "INSERT INTO ledger_transfers (entry_key, currency, debit_side, credit_side, "
+             "credit_account_id, amount) VALUES ('deposit:" +
+             a + ":" + std::to_string(deposit++) + "', '" + currency + "', 'cash', 'available', " +
+             a + ", " + amount + ");" + "UPDATE accounts SET available = available + " + amount +
+             " WHERE account_id = " + a + ";COMMIT;");
+    }
+
+    /// Checks DESIGN.md's money invariants and the placement's own.
+    void check_invariants() const {
+        const std::string legs =
+            "WITH legs AS (SELECT currency, credit_side AS side, credit_account_id AS acc, "
+            "amount FROM ledger_transfers UNION ALL SELECT currency, debit_side, "
+            "debit_account_id, -amount FROM ledger_transfers) ";
+        CHECK_MESSAGE(scalar(legs + "SELECT count(*) FROM (SELECT currency FROM legs GROUP BY "
+                                    "currency HAVING sum(amount) <> 0) x") == 0,
+                      "a currency's ledger does not sum to zero");
+        CHECK_MESSAGE(
+            scalar(legs +
+                   ", sides AS (SELECT acc, side, sum(amount) AS s FROM legs WHERE acc IS NOT "
+                   "NULL GROUP BY acc, side) SELECT count(*) FROM accounts a WHERE a.available "
+                   "<> coalesce((SELECT s FROM sides WHERE acc = a.account_id AND side = "
+                   "'available'), 0) OR a.reserved <> coalesce((SELECT s FROM sides WHERE acc = "
+                   "a.account_id AND side = 'reserved'), 0) OR a.available < 0 OR a.reserved < "
+                   "0") == 0,
+            "a balance differs from its ledger or is negative");
+        CHECK_MESSAGE(scalar("SELECT count(*) FROM bets b WHERE (SELECT count(*) FROM "
+                             "ledger_transfers t WHERE t.bet_id = b.bet_id AND t.entry_key = "
+                             "'bet:' || b.bet_id || ':reserve' AND t.amount = b.stake) <> 1") == 0,
+                      "a bet without exactly one reservation");
+        CHECK_MESSAGE(scalar("SELECT count(*) FROM market_exposure WHERE liability > "
+                             "liability_limit OR liability < 0") == 0,
+                      "an exposure shard above its limit");
+        CHECK_MESSAGE(
+            scalar("SELECT count(*) FROM markets m WHERE (SELECT coalesce(sum(liability), 0) "
+                   "FROM market_exposure e WHERE e.market_id = m.market_id) <> (SELECT "
+                   "coalesce(sum(ceil(b.stake::numeric * (b.odds - 10000) / 10000)), 0) FROM "
+                   "bets b WHERE b.market_id = m.market_id)") == 0,
+            "exposure differs from the bets' liabilities");
+        CHECK_MESSAGE(scalar("SELECT count(*) FROM (SELECT account_id, idempotency_key FROM bets "
+                             "GROUP BY 1, 2 HAVING count(*) > 1) x") == 0,
+                      "a key with more than one bet");
+        CHECK_MESSAGE(scalar("SELECT count(*) FROM idempotency_keys WHERE response IS NULL") == 0,
+                      "a key without its stored response");
+    }
+
+private:
+    fulltime::test::scratch_database db_;
+    fulltime::metrics::registry registry_;
+    fulltime::config cfg_;
+    asio::io_context ioc_{1};
+    asio::executor_work_guard<asio::io_context::executor_type> work_ = asio::make_work_guard(ioc_);
+    fulltime::db::pools pools_;
+    std::unique_ptr<fulltime::actors::runtime> runtime_;
+    std::unique_ptr<fulltime::actors::placement_metrics> metrics_;
+    std::unique_ptr<fulltime::actors::placement_service> placement_;
+    std::unique_ptr<net::server> server_;
+    std::thread thread_;
+};
+
+ws_client open_bets(std::uint16_t port, std::int64_t account_id) {
+    ws_client c(port);
+    const auto r = c.upgrade("/v1/bets", {{"Authorization", "Bearer " + account_token(account_id)}});
+    REQUIRE(r.status == 101);
+    return c;
+}
+
+json read_json(ws_client& c, std::chrono::milliseconds timeout = 10s) {
+    const auto r = c.read(timeout);
+    REQUIRE_MESSAGE(r.text.has_value(), "no message: closed=" << r.closed << " code="
+                                                              << r.close_code << " " << r.error);
+    return json::parse(*r.text);
+}
+
+json request(ws_client& c, const json& message) {
+    c.send_text(message.dump());
+    return read_json(c);
+}
+
+json place(std::string id, std::string key, std::int64_t selection, std::string stake,
+           std::string odds, std::string accept = "") {
+    json m{{"type", "place"},         {"id", std::move(id)}, {"idempotency_key", std::move(key)},
+           {"selection_id", selection}, {"stake", std::move(stake)}, {"odds", std::move(odds)}};
+    if (!accept.empty()) {
+        m["accept"] = std::move(accept);
+    }
+    return m;
+}
+
+json without(json reply, const char* field) {
+    reply.erase(field);
+    return reply;
+}
+
+// Polls `condition` until it holds or `timeout` passes.
+bool eventually(const std::function<bool()>& condition, std::chrono::milliseconds timeout = 5s) {
+    const auto until = steady::now() + timeout;
+    while (steady::now() < until) {
+        if (condition()) {
+            return true;
+        }
+        std::this_thread::sleep_for(5ms);
+    }
+    return condition();
+}
+
+// Waits until another session holds a write lock on the accounts table (the test's holder).
+bool eventually_locked(const engine& e) {
+    return eventually([&] {
+        return e.scalar("SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation "
+                        "WHERE c.relname = 'accounts' AND l.mode = 'RowExclusiveLock' AND "
+                        "l.granted AND l.database = (SELECT oid FROM pg_database WHERE datname "
+                        "= current_database()) AND l.pid <> pg_backend_pid()") > 0;
+    });
+}
+
+}  // namespace
+
+TEST_CASE("200 concurrent placements on one account place exactly what its balance covers") {
+    engine e;
+    e.add_market(10, 1001, "2.00");
+    e.fund(1, 5700);  // 57 stakes of 1.00
+    constexpr int connections = 20;
+    constexpr int per_connection = 10;
+    std::mutex mutex;
+    std::map<std::string, int> codes;
+    std::atomic<bool> negative_seen{false};
+    std::vector<std::thread> threads;
+    std::atomic<bool> done{false};
+    // Watches the balance while the placements run: it must never be negative.
+    std::thread watcher([&] {
+        while (!done) {
+            if (e.scalar("SELECT count(*) FROM accounts WHERE available < 0 OR reserved < 0") >
+                0) {
+                negative_seen = true;
+            }
+            std::this_thread::sleep_for(5ms);
+        }
+    });
+    for (int t = 0; t < connections; ++t) {
+        threads.emplace_back([&, t] {
+            try {
+                auto c = open_bets(e.port(), 1);
+                for (int i = 0; i < per_connection; ++i) {
+                    const auto key = "k" + std::to_string(t) + "-" + std::to_string(i);
+                    c.send_text(place(key, key, 1001, "1.00", "2.00").dump());
+                }
+                for (int i = 0; i < per_connection; ++i) {
+                    auto r = c.read(20s);
+                    std::lock_guard lock(mutex);
+                    if (!r.text) {
+                        ++codes["no reply"];
+                        continue;
+                    }
+                    auto j = json::parse(*r.text);
+                    ++codes[j["type"] == "placed" ? std::string("placed")
+                                                  : j.value("code", std::string("?"))];
+                }
+                c.close();
+            } catch (const std::exception& ex) {
+                std::lock_guard lock(mutex);
+                ++codes[std::string("exception: ") + ex.what()];
+            }
+        });
+    }
+    for (auto& t : threads) {
+        t.join();
+    }
+    done = true;
+    watcher.join();
+    CHECK(codes["placed"] == 57);
+    CHECK(codes["insufficient_funds"] == 143);
+    CHECK(codes.size() == 2);
+    for (const auto& [code, n] : codes) {
+        MESSAGE(code << ": " << n);
+    }
+    CHECK_FALSE(negative_seen.load());
+    CHECK(e.scalar("SELECT available FROM accounts WHERE account_id = 1") == 0);
+    CHECK(e.scalar("SELECT reserved FROM accounts WHERE account_id = 1") == 5700);
+    CHECK(e.scalar("SELECT count(*) FROM bets") == 57);
+    CHECK(e.scalar("SELECT count(*) FROM idempotency_keys") == 200);
+    CHECK(e.scalar("SELECT count(*) FROM outbox WHERE topic = 'bet_placed'") == 57);
+    CHECK(e.metrics().placed.value() == 57);
+    CHECK(e.metrics().rejected.value() == 143);
+    e.check_invariants();
+}
+
+TEST_CASE("every retry returns the stored first result with replayed true") {
+    engine e;
+    e.add_market(10, 1001, "2.50");
+    e.fund(1, 1500);
+    auto c = open_bets(e.port(), 1);
+
+    const auto first = request(c, place("c1", "key-1", 1001, "10.00", "2.50"));
+    REQUIRE(first["type"] == "placed");
+    CHECK(first["id"] == "c1");
+    CHECK(first["replayed"] == false);
+    CHECK(first["bet"]["account_id"] == 1);
+    CHECK(first["bet"]["market_id"] == 10);
+    CHECK(first["bet"]["selection_id"] == 1001);
+    CHECK(first["bet"]["stake"] == "10.00");
+    CHECK(first["bet"]["odds"] == "2.50");
+    CHECK(first["balance"] == json{{"available", "5.00"}, {"reserved", "10.00"}});
+    for (int i = 0; i < 3; ++i) {
+        auto again = request(c, place("c1", "key-1", 1001, "10.0", "2.5"));
+        CHECK(again["replayed"] == true);
+        CHECK(without(again, "replayed") == without(first, "replayed"));
+    }
+
+    // A refusal is stored too, and stays refused after a deposit.
+    const auto refused = request(c, place("c2", "key-2", 1001, "10.00", "2.50"));
+    CHECK(refused == json{{"type", "rejected"}, {"id", "c2"}, {"code", "insufficient_funds"},
+                          {"message", "the available balance is below the stake"},
+                          {"replayed", false}});
+    e.fund(1, 10000);
+    const auto refused_again = request(c, place("c2", "key-2", 1001, "10.00", "2.50"));
+    CHECK(refused_again["code"] == "insufficient_funds");
+    CHECK(refused_again["replayed"] == true);
+
+    // The same key with other parameters is refused and changes nothing.
+    const auto reused = request(c, place("c3", "key-1", 1001, "11.00", "2.50"));
+    CHECK(reused["type"] == "rejected");
+    CHECK(reused["code"] == "idempotency_key_reused");
+    CHECK_FALSE(reused.contains("replayed"));
+    CHECK(request(c, place("c4", "key-1", 1001, "10.00", "2.50", "any"))["code"] ==
+          "idempotency_key_reused");
+
+    // Keys are scoped to the account: another account's key-1 is a new placement.
+    e.fund(2, 1000);
+    auto other = open_bets(e.port(), 2);
+    const auto theirs = request(other, place("o1", "key-1", 1001, "10.00", "2.50"));
+    CHECK(theirs["type"] == "placed");
+    CHECK(theirs["replayed"] == false);
+
+    CHECK(e.scalar("SELECT count(*) FROM bets") == 2);
+    CHECK(e.scalar("SELECT available FROM accounts WHERE account_id = 1") == 10500);
+    CHECK(e.metrics().replayed.value() == 4);
+    CHECK(e.metrics().key_reused.value() == 2);
+    e.check_invariants();
+}
+
+TEST_CASE("two simultaneous requests with one key make one bet and identical replies") {
+    engine e;
+    e.add_market(10, 1001, "3.00");
+    e.fund(1, 100000);
+    for (int round = 0; round < 10; ++round) {
+        auto a = open_bets(e.port(), 1);
+        auto b = open_bets(e.port(), 1);
+        const auto key = "same-" + std::to_string(round);
+        const auto message = place("x", key, 1001, "5.00", "3.00");
+        a.send_text(message.dump());
+        b.send_text(message.dump());
+        const auto ra = read_json(a);
+        const auto rb = read_json(b);
+        REQUIRE(ra["type"] == "placed");
+        REQUIRE(rb["type"] == "placed");
+        CHECK(without(ra, "replayed") == without(rb, "replayed"));
+        CHECK(ra["replayed"] != rb["replayed"]);
+        CHECK(e.scalar("SELECT count(*) FROM bets WHERE idempotency_key = '" + key + "'") == 1);
+    }
+    CHECK(e.scalar("SELECT count(*) FROM bets") == 10);
+    e.check_invariants();
+}
+
+TEST_CASE("a held balance row lock makes the placement retry and then succeed") {
+    engine e([](fulltime::config& cfg) { cfg.placement.lock_retries_max = 20; });
+    e.add_market(10, 1001, "2.00");
+    e.fund(1, 10000);
+    auto c = open_bets(e.port(), 1);
+    // Every actor opens its connection first, so that the timed part below is the lock only.
+    for (int i = 0; i < 4; ++i) {
+        REQUIRE(request(c, place("w", "warm-" + std::to_string(i), 1001, "1.00", "2.00"))["type"] ==
+                "placed");
+    }
+    // Holds account 1's row for 300 ms: the placement's last step waits 50 ms, times out and
+    // retries with the same key until the lock is gone (20 retries allow a whole second).
+    std::thread holder([&] {
+        e.exec("BEGIN; UPDATE accounts SET available = available WHERE account_id = 1;"
+               "SELECT pg_sleep(0.3); COMMIT;");
+    });
+    REQUIRE(eventually_locked(e));
+    const auto start = steady::now();
+    const auto r = request(c, place("p1", "locked-1", 1001, "1.00", "2.00"));
+    const auto elapsed = steady::now() - start;
+    holder.join();
+    CHECK(r["type"] == "placed");
+    CHECK(r["replayed"] == false);
+    CHECK(e.metrics().lock_timeouts.value() >= 1);
+    CHECK(e.metrics().retries.value() >= 1);
+    CHECK(elapsed < 1500ms);
+    CHECK(e.metrics().busy.value() == 0);
+    CHECK(e.scalar("SELECT count(*) FROM bets WHERE idempotency_key = 'locked-1'") == 1);
+    CHECK(e.scalar("SELECT count(*) FROM bets") == 5);
+    e.check_invariants();
+}
+
+TEST_CASE("a balance row lock held too long makes the placement answer busy within its bound") {
+    engine e;
+    e.add_market(10, 1001, "2.00");
+    e.fund(1, 10000);
+    auto c = open_bets(e.port(), 1);
+    std::thread holder([&] {
+        e.exec("BEGIN; UPDATE accounts SET available = available WHERE account_id = 1;"
+               "SELECT pg_sleep(1.5); COMMIT;");
+    });
+    REQUIRE(eventually_locked(e));
+    const auto start = steady::now();
+    const auto r = request(c, place("p1", "locked-2", 1001, "1.00", "2.00"));
+    const auto elapsed = steady::now() - start;
+    CHECK(r["type"] == "rejected");
+    CHECK(r["code"] == "busy");
+    CHECK_FALSE(r.contains("replayed"));
+    // Four attempts of 50 ms each, plus round trips: well under the 1.5 s the lock is held.
+    const auto bound = std::chrono::milliseconds(
+        (e.cfg().placement.lock_retries_max + 1) * e.cfg().placement.lock_timeout_ms + 400);
+    CHECK(elapsed < bound);
+    CHECK(e.metrics().lock_timeouts.value() == e.cfg().placement.lock_retries_max + 1);
+    CHECK(e.metrics().busy_locked.value() == 1);
+    // Nothing of the busy placement stayed: no key, no bet.
+    CHECK(e.scalar("SELECT count(*) FROM idempotency_keys") == 0);
+    CHECK(e.scalar("SELECT count(*) FROM bets") == 0);
+    holder.join();
+    // The client's retry with the same key places the bet once.
+    const auto retry = request(c, place("p2", "locked-2", 1001, "1.00", "2.00"));
+    CHECK(retry["type"] == "placed");
+    CHECK(retry["replayed"] == false);
+    CHECK(request(c, place("p3", "locked-2", 1001, "1.00", "2.00"))["replayed"] == true);
+    CHECK(e.scalar("SELECT count(*) FROM bets") == 1);
+    e.check_invariants();
+}
+
+TEST_CASE("a market suspended between two placements refuses the second") {
+    engine e;
+    e.add_market(10, 1001, "2.00");
+    e.fund(1, 10000);
+    auto c = open_bets(e.port(), 1);
+    CHECK(request(c, place("a", "s1", 1001, "1.00", "2.00"))["type"] == "placed");
+    e.exec("UPDATE markets SET status = 'suspended' WHERE market_id = 10");
+    const auto r = request(c, place("b", "s2", 1001, "1.00", "2.00"));
+    CHECK(r == json{{"type", "rejected"}, {"id", "b"}, {"code", "market_suspended"},
+                    {"message", "market 10 is suspended"}, {"replayed", false}});
+    e.exec("UPDATE markets SET status = 'open' WHERE market_id = 10");
+    // The refusal is the key's first result: resuming the market does not change it.
+    CHECK(request(c, place("b", "s2", 1001, "1.00", "2.00"))["code"] == "market_suspended");
+    CHECK(request(c, place("c", "s3", 1001, "1.00", "2.00"))["type"] == "placed");
+    e.exec("UPDATE markets SET status = 'closed' WHERE market_id = 10");
+    CHECK(request(c, place("d", "s4", 1001, "1.00", "2.00"))["message"] == "market 10 is closed");
+    CHECK(request(c, place("e", "s5", 9999, "1.00", "2.00"))["code"] == "unknown_selection");
+    CHECK(e.scalar("SELECT count(*) FROM bets") == 2);
+    CHECK(e.scalar("SELECT available FROM accounts WHERE account_id = 1") == 9800);
+    e.check_invariants();
+}
+
+TEST_CASE("odds changes are judged by each accept policy") {
+    engine e;
+    e.add_market(10, 1001, "2.50");
+    e.fund(1, 100000);
+    auto c = open_bets(e.port(), 1);
+    // The odds drift down to 2.40: only `any` takes the bet, at 2.40.
+    e.exec("UPDATE selections SET odds = 24000 WHERE selection_id = 1001");
+    auto r = request(c, place("1", "o1", 1001, "10.00", "2.50"));
+    CHECK(r["code"] == "odds_changed");
+    CHECK(r["message"] == "the odds are now 2.40");
+    r = request(c, place("2", "o2", 1001, "10.00", "2.50", "exact"));
+    CHECK(r["code"] == "odds_changed");
+    r = request(c, place("3", "o3", 1001, "10.00", "2.50", "better"));
+    CHECK(r["code"] == "odds_changed");
+    r = request(c, place("4", "o4", 1001, "10.00", "2.50", "any"));
+    REQUIRE(r["type"] == "placed");
+    CHECK(r["bet"]["odds"] == "2.40");
+    // The odds drift up to 2.60: `better` and `any` take it at 2.60, `exact` refuses.
+    e.exec("UPDATE selections SET odds = 26000 WHERE selection_id = 1001");
+    r = request(c, place("5", "o5", 1001, "10.00", "2.50", "exact"));
+    CHECK(r["message"] == "the odds are now 2.60");
+    r = request(c, place("6", "o6", 1001, "10.00", "2.50", "better"));
+    REQUIRE(r["type"] == "placed");
+    CHECK(r["bet"]["odds"] == "2.60");
+    r = request(c, place("7", "o7", 1001, "10.00", "2.50", "any"));
+    CHECK(r["bet"]["odds"] == "2.60");
+    r = request(c, place("8", "o8", 1001, "10.00", "2.60"));
+    CHECK(r["type"] == "placed");
+    CHECK(e.scalar("SELECT count(*) FROM bets") == 4);
+    e.check_invariants();
+}
+
+TEST_CASE("exposure shards keep the market under its liability limit under concurrency") {
+    engine e;
+    // Limit 100.00 over 4 shards of 25.00; each bet of 10.00 at 2.00 is 10.00 of liability,
+    // so a shard takes two bets and the market at most eight.
+    e.add_market(10, 1001, "2.00", 10000, 4);
+    e.fund(1, 1000000);
+    constexpr int connections = 8;
+    constexpr int per_connection = 5;
+    std::mutex mutex;
+    std::map<std::string, int> codes;
+    std::vector<std::thread> threads;
+    for (int t = 0; t < connections; ++t) {
+        threads.emplace_back([&, t] {
+            auto c = open_bets(e.port(), 1);
+            for (int i = 0; i < per_connection; ++i) {
+                const auto key = "x" + std::to_string(t) + "-" + std::to_string(i);
+                c.send_text(place(key, key, 1001, "10.00", "2.00").dump());
+            }
+            for (int i = 0; i < per_connection; ++i) {
+                auto j = read_json(c, 20s);
+                std::lock_guard lock(mutex);
+                ++codes[j["type"] == "placed" ? std::string("placed")
+                                              : j.value("code", std::string("?"))];
+            }
+        });
+    }
+    for (auto& t : threads) {
+        t.join();
+    }
+    for (const auto& [code, n] : codes) {
+        MESSAGE(code << ": " << n);
+    }
+    CHECK(codes["placed"] + codes["liability_limit"] == connections * per_connection);
+    CHECK(codes["placed"] <= 8);
+    CHECK(codes["placed"] >= 4);  // at least one bet fits each shard
+    CHECK(e.scalar("SELECT sum(liability) FROM market_exposure WHERE market_id = 10") ==
+          codes["placed"] * 1000);
+    CHECK(e.scalar("SELECT sum(liability) FROM market_exposure WHERE market_id = 10") <= 10000);
+    // A bet larger than the whole market's limit is refused before any write.
+    auto c = open_bets(e.port(), 1);
+    CHECK(request(c, place("big", "big", 1001, "200.00", "2.00"))["code"] == "liability_limit");
+    e.check_invariants();
+}
+
+TEST_CASE("malformed bet messages get their documented errors over a real websocket") {
+    engine e;
+    e.add_market(10, 1001, "2.00", 100'000'000'000, 4, 100, 100000);
+    e.fund(1, 100000);
+    auto c = open_bets(e.port(), 1);
+
+    c.send_text("{not json");
+    auto r = read_json(c);
+    CHECK(r == json{{"type", "error"}, {"id", nullptr}, {"code", "invalid_json"},
+                    {"message", "message is not valid JSON"}});
+
+    auto with = [](json m, const char* field, json value) {
+        m[field] = std::move(value);
+        return m;
+    };
+    auto without_field = [](json m, const char* field) {
+        m.erase(field);
+        return m;
+    };
+    const json ok = place("bad", "bad-key", 1001, "10.00", "2.00");
+    const std::vector<std::pair<json, std::string>> cases = {
+        {without_field(ok, "stake"), "missing \"stake\""},
+        {without_field(ok, "idempotency_key"), "missing \"idempotency_key\""},
+        {with(ok, "stake", 10), "\"stake\" must be a string"},
+        {with(ok, "stake", "0"), "greater than zero"},
+        {with(ok, "stake", "-1.00"), "negative"},
+        {with(ok, "stake", "1.001"), "decimal places"},
+        {with(ok, "stake", "92233720368547758.07"), "too large"},
+        {with(ok, "odds", "1.00"), "at least 1.01"},
+        {with(ok, "idempotency_key", ""), "must not be empty"},
+        {with(ok, "idempotency_key", std::string(300, 'k')), "longer than 255 bytes"},
+        {with(ok, "accept", "sometimes"), "\"accept\" must be"},
+        {with(ok, "selection_id", "1001"), "positive integer"},
+        {with(ok, "selection_id", -3), "positive integer"},
+        {with(ok, "account_id", 2), "a bet-client token acts on its own account only"},
+        {with(ok, "colour", "blue"), "unknown field \"colour\""},
+        {json{{"type", "balance"}, {"id", "bad"}, {"account_id", 2}}, "own account only"},
+        {json{{"type", "bets"}, {"id", "bad"}, {"limit", 0}}, "\"limit\" must be"},
+        {json{{"type", "bets"}, {"id", "bad"}, {"limit", 201}}, "\"limit\" must be"},
+        {json{{"type", "bets"}, {"id", "bad"}, {"status", "won"}}, "\"status\" must be"},
+    };
+    for (const auto& [message, expected] : cases) {
+        r = request(c, message);
+        CHECK_MESSAGE(r["type"] == "error", message.dump());
+        CHECK(r["id"] == "bad");
+        CHECK(r["code"] == "invalid_request");
+        CHECK_MESSAGE(r["message"].get<std::string>().find(expected) != std::string::npos,
+                      r["message"] << " lacks " << expected);
+    }
+    // Refusals of the market's own rules come as `rejected`.
+    CHECK(request(c, with(ok, "stake", "0.50"))["code"] == "stake_limit");
+    CHECK(request(c, with(with(ok, "stake", "0.50"), "idempotency_key", "s2"))["message"] ==
+          "the stake must be between 1.00 and 1000.00");
+    CHECK(request(c, with(with(ok, "selection_id", 77), "idempotency_key", "u1"))["code"] ==
+          "unknown_selection");
+    // Nothing was written by the invalid requests, and the connection still works.
+    CHECK(e.scalar("SELECT count(*) FROM idempotency_keys") == 3);
+    CHECK(e.metrics().invalid.value() == 15);
+    r = request(c, json{{"type", "balance"}, {"id", 9}});
+    CHECK(r == json{{"type", "balance"}, {"id", 9}, {"available", "1000.00"},
+                    {"reserved", "0.00"}, {"currency", "EUR"}});
+    r = request(c, place("good", "good", 1001, "10.00", "2.00"));
+    CHECK(r["type"] == "placed");
+    e.check_invariants();
+}
+
+TEST_CASE("a flood past the in-flight limit gets busy and the connection stays usable") {
+    engine e([](fulltime::config& cfg) { cfg.gateway.inflight_per_connection_max = 2; });
+    e.add_market(10, 1001, "2.00");
+    e.fund(1, 1000000);
+    auto c = open_bets(e.port(), 1);
+    constexpr int flood = 60;
+    for (int i = 0; i < flood; ++i) {
+        c.send_text(place(std::to_string(i), "f" + std::to_string(i), 1001, "1.00", "2.00").dump());
+    }
+    std::map<std::string, int> codes;
+    std::set<std::string> placed_ids;
+    for (int i = 0; i < flood; ++i) {
+        auto r = read_json(c);
+        if (r["type"] == "placed") {
+            placed_ids.insert(r["id"].get<std::string>());
+            ++codes["placed"];
+        } else {
+            ++codes[r["code"].get<std::string>()];
+            CHECK(r["message"] == "too many requests in flight");
+        }
+    }
+    CHECK(codes["busy"] > 0);
+    CHECK(codes["placed"] + codes["busy"] == flood);
+    CHECK(e.scalar("SELECT count(*) FROM bets") == codes["placed"]);
+    // A busy request never ran: its retry with the same key places it now.
+    for (int i = 0; i < flood; ++i) {
+        if (placed_ids.count(std::to_string(i)) == 0) {
+            auto r = request(c, place(std::to_string(i), "f" + std::to_string(i), 1001, "1.00",
+                                      "2.00"));
+            CHECK(r["type"] == "placed");
+            CHECK(r["replayed"] == false);
+            break;
+        }
+    }
+    CHECK(request(c, json{{"type", "balance"}, {"id", "b"}})["type"] == "balance");
+    e.check_invariants();
+}
+
+TEST_CASE("balance and bets answer from the primary for the token's account") {
+    engine e;
+    e.add_market(10, 1001, "2.00");
+    e.add_market(11, 1101, "3.00");
+    e.fund(1, 10000);
+    e.fund(2, 10000);
+    auto c = open_bets(e.port(), 1);
+    auto other = open_bets(e.port(), 2);
+    for (int i = 0; i < 5; ++i) {
+        REQUIRE(request(c, place("p", "b" + std::to_string(i), i % 2 ? 1101 : 1001, "1.50",
+                                 i % 2 ? "3.00" : "2.00"))["type"] == "placed");
+    }
+    REQUIRE(request(other, place("p", "b0", 1001, "2.00", "2.00"))["type"] == "placed");
+    auto r = request(c, json{{"type", "balance"}, {"id", "bal"}, {"account_id", 1}});
+    CHECK(r == json{{"type", "balance"}, {"id", "bal"}, {"available", "92.50"},
+                    {"reserved", "7.50"}, {"currency", "EUR"}});
+    r = request(c, json{{"type", "bets"}, {"id", "l"}});
+    REQUIRE(r["bets"].size() == 5);
+    CHECK(r["bets"][0]["bet_id"].get<std::int64_t>() > r["bets"][4]["bet_id"].get<std::int64_t>());
+    CHECK(r["bets"][0]["status"] == "open");
+    CHECK(r["bets"][0]["stake"] == "1.50");
+    CHECK(r["bets"][0]["account_id"] == 1);
+    r = request(c, json{{"type", "bets"}, {"id", "l"}, {"limit", 2}, {"status", "open"}});
+    CHECK(r["bets"].size() == 2);
+    r = request(c, json{{"type", "bets"}, {"id", "l"}, {"status", "settled"}});
+    CHECK(r == json{{"type", "bets"}, {"id", "l"}, {"bets", json::array()}});
+    auto none = open_bets(e.port(), 77);
+    r = request(none, json{{"type", "balance"}, {"id", 1}});
+    CHECK(r["code"] == "invalid_request");
+    r = request(none, place("p", "k", 1001, "1.00", "2.00"));
+    CHECK(r["code"] == "insufficient_funds");
+    CHECK(r["message"] == "the account does not exist");
+    e.check_invariants();
+}
+
+TEST_CASE("the purge actor deletes old keys in batches and keeps fresh ones") {
+    engine e([](fulltime::config& cfg) {
+        cfg.placement.idempotency_retention_s = 3600;
+        cfg.placement.purge_batch_max = 2;
+    });
+    e.add_market(10, 1001, "2.00");
+    e.fund(1, 10000);
+    auto c = open_bets(e.port(), 1);
+    for (int i = 0; i < 8; ++i) {
+        REQUIRE(request(c, place("p", "q" + std::to_string(i), 1001, "1.00", "2.00"))["type"] ==
+                "placed");
+    }
+    e.exec("UPDATE idempotency_keys SET created_at = now() - interval '2 hours' "
+           "WHERE idempotency_key IN ('q0', 'q1', 'q2', 'q3', 'q4')");
+    const auto deleted = e.on_loop(e.placement().purge_now());
+    REQUIRE(deleted.has_value());
+    CHECK(*deleted == 5);
+    CHECK(e.metrics().purged_keys.value() == 5);
+    CHECK(e.metrics().purge_batches.value() == 3);  // 2 + 2 + 1
+    CHECK(e.scalar("SELECT count(*) FROM idempotency_keys") == 3);
+    CHECK(e.scalar("SELECT count(*) FROM idempotency_keys WHERE idempotency_key = 'q7'") == 1);
+    // Bets are history and stay; only the keys expire.
+    CHECK(e.scalar("SELECT count(*) FROM bets") == 8);
+    CHECK(e.on_loop(e.placement().purge_now()) == std::optional<std::int64_t>(0));
+    CHECK(e.metrics_text().find("fulltime_idempotency_keys_purged_total 5") != std::string::npos);
+    e.check_invariants();
+}
+
+TEST_CASE("the purge actor runs on its own interval") {
+    engine e([](fulltime::config& cfg) {
+        cfg.placement.idempotency_retention_s = 60;
+        cfg.placement.purge_interval_ms = 100;
+    });
+    e.add_market(10, 1001, "2.00");
+    e.fund(1, 10000);
+    auto c = open_bets(e.port(), 1);
+    REQUIRE(request(c, place("p", "old", 1001, "1.00", "2.00"))["type"] == "placed");
+    REQUIRE(request(c, place("p", "new", 1001, "1.00", "2.00"))["type"] == "placed");
+    e.exec("UPDATE idempotency_keys SET created_at = now() - interval '1 day' "
+           "WHERE idempotency_key = 'old'");
+    CHECK(eventually([&] { return e.scalar("SELECT count(*) FROM idempotency_keys") == 1; }));
+    CHECK(e.scalar("SELECT count(*) FROM idempotency_keys WHERE idempotency_key = 'new'") == 1);
+}
+
+TEST_CASE("placement metrics appear in the Prometheus text") {
+    engine e;
+    e.add_market(10, 1001, "2.00");
+    e.fund(1, 1000);
+    auto c = open_bets(e.port(), 1);
+    REQUIRE(request(c, place("p", "m1", 1001, "1.00", "2.00"))["type"] == "placed");
+    const auto text = e.metrics_text();
+    for (const char* needle :
+         {"fulltime_placements_total{outcome=\"placed\"} 1",
+          "fulltime_placement_lock_timeouts_total 0", "fulltime_placement_busy_total{reason=",
+          "fulltime_placement_latency_seconds_bucket{le=\"+Inf\"} 1",
+          "fulltime_placement_latency_seconds_p99 "}) {
+        CHECK_MESSAGE(text.find(needle) != std::string::npos, needle);
+    }
+}
