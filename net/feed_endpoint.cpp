@@ -184,7 +184,7 @@ asio::awaitable<http_response> handle_http(std::shared_ptr<feed_state> st,
                                            http_request request) {
     // The same rules as a WebSocket message: JSON object, string "type" of a known kind, "id"
     // a string or integer.
-    auto parsed = detail::parse_message(request.body, *handlers);
+    auto parsed = detail::parse_message(request.body, *handlers, false);
     if (auto* error = std::get_if<json>(&parsed)) {
         co_return json_error(400, (*error)["code"].get<std::string>(),
                              (*error)["message"].get<std::string>());

@@ -62,7 +62,8 @@ std::string to_wire(const nlohmann::json& message) {
 }
 
 std::variant<inbound_message, nlohmann::json> parse_message(std::string_view text,
-                                                            const endpoint_handlers& handlers) {
+                                                            const endpoint_handlers& handlers,
+                                                            bool id_required) {
     if (too_deep(text)) {
         return error_reply(nullptr, "invalid_request", "message nests too deeply");
     }
@@ -77,10 +78,10 @@ std::variant<inbound_message, nlohmann::json> parse_message(std::string_view tex
     if (auto it = message.find("id"); it != message.end()) {
         id = *it;
     }
-    if (id.is_null()) {
+    if (id.is_null() && id_required) {
         return error_reply(nullptr, "invalid_request", "message needs an \"id\"");
     }
-    if (!id.is_string() && !id.is_number_integer()) {
+    if (!id.is_null() && !id.is_string() && !id.is_number_integer()) {
         return error_reply(std::move(id), "invalid_request",
                            "\"id\" must be a string or an integer");
     }

@@ -24,11 +24,14 @@ struct inbound_message {
 };
 
 /// Returns the request in `text`, or the error reply to send for it: invalid_json when it does
-/// not parse, invalid_request when it is not an object, lacks a string "type", has an "id" that
-/// is not a string or integer, or names a type absent from `handlers`. Replies echo "id" as
-/// received (null when there is none).
+/// not parse, invalid_request when it is not an object, lacks a string "type", lacks an "id"
+/// while `id_required`, has an "id" that is not a string or integer, or names a type absent from
+/// `handlers`. Replies echo "id" as received (null when there is none). Bet clients must send an
+/// id (DESIGN.md: every client request has one); the feed's messages in DESIGN.md carry none, so
+/// there it is optional and echoed when present.
 std::variant<inbound_message, nlohmann::json> parse_message(std::string_view text,
-                                                            const endpoint_handlers& handlers);
+                                                            const endpoint_handlers& handlers,
+                                                            bool id_required = true);
 
 /// Returns `{"type":"error","id":id,"code":code,"message":message}`.
 nlohmann::json error_reply(nlohmann::json id, std::string_view code, std::string_view message);

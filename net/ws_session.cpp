@@ -131,7 +131,7 @@ private:
             }
             const std::string_view text(static_cast<const char*>(buffer.data().data()),
                                         buffer.size());
-            auto parsed = parse_message(text, *handlers_);
+            auto parsed = parse_message(text, *handlers_, endpoint_ == ws_endpoint::bets);
             if (auto* reply = std::get_if<nlohmann::json>(&parsed)) {
                 enqueue(to_wire(*reply));
                 continue;

@@ -499,11 +499,16 @@ TEST_CASE("POST /v1/feed takes one message with a producer token") {
     r = post_feed(e.port(), json{{"type", "suspend"}, {"id", 9}, {"market_id", 100}}.dump());
     CHECK(r.status == 200);
     CHECK(json::parse(r.body) == json{{"type", "ack"}, {"id", 9}, {"market_id", 100}});
-    // Like every request, a message needs its id.
+    // DESIGN.md's feed messages carry no id: without one the ack has none either.
     r = post_feed(e.port(), json{{"type", "resume"}, {"market_id", 100}}.dump());
+    CHECK(r.status == 200);
+    CHECK(json::parse(r.body) == json{{"type", "ack"}, {"market_id", 100}});
+    CHECK(e.scalar("SELECT status FROM markets WHERE market_id = 100") == "open");
+    // An id of the wrong type is still refused, and changes nothing.
+    r = post_feed(e.port(), json{{"type", "suspend"}, {"id", 1.5}, {"market_id", 100}}.dump());
     CHECK(r.status == 400);
     CHECK(json::parse(r.body)["error"] == "invalid_request");
-    CHECK(e.scalar("SELECT status FROM markets WHERE market_id = 100") == "suspended");
+    CHECK(e.scalar("SELECT status FROM markets WHERE market_id = 100") == "open");
 
     r = post_feed(e.port(), "{oops");
     CHECK(r.status == 400);
