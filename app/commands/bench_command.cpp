@@ -143,6 +143,9 @@ asio::awaitable<void> reader(websocket::stream<beast::tcp_stream>& ws, connectio
 
 asio::awaitable<void> writer(websocket::stream<beast::tcp_stream>& ws, connection_state& c,
                              asio::steady_timer& wake) {
+    // The open loop paces on its own timer: replies cancel `wake` (to refill the closed loop's
+    // window), which must not make an open-loop request leave before its scheduled time.
+    asio::steady_timer pace(co_await asio::this_coro::executor);
     const bool open_loop = c.opt.rate > 0;
     const auto interval = open_loop ? std::chrono::duration_cast<clock_type::duration>(
                                           std::chrono::duration<double>(
@@ -153,8 +156,8 @@ asio::awaitable<void> writer(websocket::stream<beast::tcp_stream>& ws, connectio
                                              static_cast<long>(std::max<std::size_t>(1, c.opt.connections));
     while (clock_type::now() < c.end) {
         if (open_loop) {
-            wake.expires_at(scheduled);
-            co_await wake.async_wait(asio::as_tuple(asio::use_awaitable));
+            pace.expires_at(scheduled);
+            co_await pace.async_wait(asio::as_tuple(asio::use_awaitable));
         } else if (c.pending.size() >= c.opt.inflight) {
             wake.expires_after(std::chrono::milliseconds(50));
             co_await wake.async_wait(asio::as_tuple(asio::use_awaitable));
