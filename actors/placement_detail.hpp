@@ -13,6 +13,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace fulltime::actors::detail {
 
@@ -30,13 +31,21 @@ struct placement_worker {
     placement_metrics* metrics = nullptr;
 };
 
-/// Runs one placement to its answer on the worker's connection: acquires a connection when it
-/// has none, calls fulltime_place, retries with the same key after a lock timeout (at most
-/// lock_retries_max times) or a broken connection (at most limits::placement_reconnects_max
-/// times), and answers busy when `deadline` passes first. Never throws.
-boost::asio::awaitable<bets::place_result> execute_placement(
-    std::shared_ptr<placement_worker> worker, bets::place_request request,
-    std::string fingerprint, steady::time_point deadline);
+/// Names one placement of a group: the request and its fingerprint.
+struct group_item {
+    bets::place_request request;
+    std::string fingerprint;
+};
+
+/// Runs a group of placements (at most limits::placement_group_max) to their answers in one
+/// transaction on the worker's connection (fulltime_place_group, natural group commit): acquires
+/// a connection when it has none, retries the whole group with the same keys after a lock
+/// timeout (at most lock_retries_max times) or a broken connection (at most
+/// limits::placement_reconnects_max times), and answers busy when `deadline` passes first.
+/// Returns one result per item, in order. Never throws.
+boost::asio::awaitable<std::vector<bets::place_result>> execute_group(
+    std::shared_ptr<placement_worker> worker, std::vector<group_item> items,
+    steady::time_point deadline);
 
 /// Holds the io side of the purge actor.
 struct purge_worker {

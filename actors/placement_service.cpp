@@ -24,6 +24,7 @@
 // such types in messages once they are declared unsafe-but-allowed.
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(fulltime::bets::place_request)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(fulltime::bets::place_result)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<fulltime::bets::place_result>)
 
 namespace fulltime::actors {
 
@@ -52,8 +53,9 @@ struct pending_placement {
 
 struct placement_state {
     std::deque<pending_placement> queue;  ///< at most limits::placement_queue_per_actor_max
-    std::optional<caf::response_promise> running;  ///< the request on the io_context, if any
-    std::uint64_t seq = 0;                          ///< identifies the running request
+    /// The group on the io_context, if any: one promise per placement, in order.
+    std::vector<caf::response_promise> running;
+    std::uint64_t seq = 0;                          ///< identifies the running group
     std::shared_ptr<detail::placement_worker> worker;
     asio::any_io_executor io;
     std::chrono::milliseconds budget{0};
@@ -63,42 +65,54 @@ struct placement_state {
 
 using placement_actor = caf::stateful_actor<placement_state>;
 
-// Runs on the io_context: one placement, then its result back to the actor as a message.
+// Runs on the io_context: one group of placements, then their results back to the actor as a
+// message.
 asio::awaitable<void> run_and_report(std::shared_ptr<detail::placement_worker> worker,
-                                     bets::place_request request, std::string fingerprint,
+                                     std::vector<detail::group_item> items,
                                      steady::time_point deadline, caf::actor reply_to,
                                      std::uint64_t seq) {
-    auto result = co_await detail::execute_placement(std::move(worker), std::move(request),
-                                                     std::move(fingerprint), deadline);
-    caf::anon_send(reply_to, placed_atom::value, seq, std::move(result));
+    auto results = co_await detail::execute_group(std::move(worker), std::move(items), deadline);
+    caf::anon_send(reply_to, placed_atom::value, seq, std::move(results));
 }
 
-// Starts the oldest queued request when nothing runs. Requests whose deadline passed while
-// queued are answered busy without touching the database: their asker has given up.
+// When nothing runs, starts the requests queued so far (at most limits::placement_group_max)
+// as one group: natural group commit, since they queued while the previous transaction ran.
+// Requests whose deadline passed while queued are answered busy without touching the
+// database: their asker has given up.
 void start_next(placement_actor* self) {
     auto& st = self->state;
-    while (!st.running && !st.queue.empty()) {
+    if (!st.running.empty()) {
+        return;
+    }
+    std::vector<detail::group_item> items;
+    steady::time_point deadline = steady::time_point::max();
+    const auto now = steady::now();
+    while (!st.queue.empty() && items.size() < limits::placement_group_max) {
         pending_placement next = std::move(st.queue.front());
         st.queue.pop_front();
-        if (steady::now() >= next.deadline) {
+        if (now >= next.deadline) {
             st.metrics->busy_deadline.inc();
             next.promise.deliver(detail::busy_result(
                 "the placement waited too long: retry with the same idempotency_key"));
             continue;
         }
-        st.running = std::move(next.promise);
-        const std::uint64_t seq = ++st.seq;
-        // The coroutine is created and started on the io thread, never on a CAF worker.
-        asio::post(st.io, [worker = st.worker, io = st.io, request = std::move(next.request),
-                           fingerprint = std::move(next.fingerprint), deadline = next.deadline,
-                           reply_to = caf::actor_cast<caf::actor>(self), seq]() mutable {
-            asio::co_spawn(io,
-                           run_and_report(std::move(worker), std::move(request),
-                                          std::move(fingerprint), deadline, std::move(reply_to),
-                                          seq),
-                           asio::detached);
-        });
+        deadline = std::min(deadline, next.deadline);
+        st.running.push_back(std::move(next.promise));
+        items.push_back(
+            detail::group_item{std::move(next.request), std::move(next.fingerprint)});
     }
+    if (items.empty()) {
+        return;
+    }
+    const std::uint64_t seq = ++st.seq;
+    // The coroutine is created and started on the io thread, never on a CAF worker.
+    asio::post(st.io, [worker = st.worker, io = st.io, items = std::move(items), deadline,
+                       reply_to = caf::actor_cast<caf::actor>(self), seq]() mutable {
+        asio::co_spawn(io,
+                       run_and_report(std::move(worker), std::move(items), deadline,
+                                      std::move(reply_to), seq),
+                       asio::detached);
+    });
 }
 
 caf::behavior placement_behavior(placement_actor* self,
@@ -116,10 +130,10 @@ caf::behavior placement_behavior(placement_actor* self,
             p.promise.deliver(detail::busy_result(shutting_down));
         }
         st.queue.clear();
-        if (st.running) {
-            st.running->deliver(detail::busy_result(shutting_down));
-            st.running.reset();
+        for (auto& p : st.running) {
+            p.deliver(detail::busy_result(shutting_down));
         }
+        st.running.clear();
         self->quit(msg.reason);
     });
     return {
@@ -137,15 +151,18 @@ caf::behavior placement_behavior(placement_actor* self,
             start_next(self);
             return promise;
         },
-        [self](placed_atom, std::uint64_t seq, bets::place_result& result) {
+        [self](placed_atom, std::uint64_t seq, std::vector<bets::place_result>& results) {
             auto& st = self->state;
-            FULLTIME_DEBUG_ASSERT(st.running && seq == st.seq);
-            if (!st.running || seq != st.seq) {
+            FULLTIME_DEBUG_ASSERT(!st.running.empty() && seq == st.seq &&
+                                  results.size() == st.running.size());
+            if (st.running.empty() || seq != st.seq || results.size() != st.running.size()) {
                 return;
             }
-            auto promise = std::move(*st.running);
-            st.running.reset();
-            promise.deliver(std::move(result));
+            auto promises = std::move(st.running);
+            st.running.clear();
+            for (std::size_t i = 0; i < promises.size(); ++i) {
+                promises[i].deliver(std::move(results[i]));
+            }
             start_next(self);
         },
     };
@@ -243,7 +260,6 @@ struct placement_service::impl {
     caf::actor purger;
     std::vector<std::shared_ptr<detail::placement_worker>> workers;
     std::shared_ptr<detail::purge_worker> purge_worker;
-    std::atomic<std::size_t> next{0};
     std::chrono::milliseconds request_timeout{0};
     placement_metrics* metrics = nullptr;
     bool stopped = false;
@@ -314,7 +330,12 @@ asio::awaitable<bets::place_result> placement_service::place(bets::place_request
     if (st->stopped) {
         result = detail::busy_result(shutting_down);
     } else {
-        const auto& target = st->actors[st->next.fetch_add(1) % st->actors.size()];
+        // An account's placements go to one actor (by account id). Correctness does not depend
+        // on it (the database decides), but it keeps an account's placements out of each
+        // other's way: they queue in one mailbox and commit together as one group, instead of
+        // several actors' groups waiting on the same balance row lock.
+        const auto& target =
+            st->actors[static_cast<std::uint64_t>(request.account_id) % st->actors.size()];
         auto reply = co_await ask<bets::place_result>(*st->system, target, st->request_timeout,
                                                       place_atom::value, std::move(request),
                                                       std::move(fingerprint));

@@ -1,9 +1,12 @@
 #include "actors/placement_detail.hpp"
 
+#include "fulltime/core/assert.hpp"
 #include "fulltime/core/log.hpp"
 #include "fulltime/core/metrics.hpp"
 #include "fulltime/db/transaction.hpp"
 #include "fulltime/limits.hpp"
+
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <functional>
@@ -14,10 +17,27 @@ namespace asio = boost::asio;
 
 namespace {
 
-// One statement, one round trip, its own transaction (autocommit): see 0002_placement.sql.
-const std::string place_sql =
-    "SELECT outcome, response::text FROM fulltime_place($1::bigint, $2::text, $3::text, "
-    "$4::bigint, $5::bigint, $6::bigint, $7::text, $8::integer)";
+// One statement, one round trip, its own transaction (autocommit): see 0002_placement.sql and
+// 0003_group_commit.sql.
+const std::string place_group_sql =
+    "SELECT item, outcome, response::text FROM fulltime_place_group($1::jsonb, $2::integer)";
+
+// Encodes the group as the JSON array fulltime_place_group reads: a bound parameter, so keys
+// with any characters need no escaping of ours.
+std::string encode_group(const std::vector<group_item>& items) {
+    nlohmann::json array = nlohmann::json::array();
+    for (const auto& it : items) {
+        const auto& r = it.request;
+        array.push_back({{"a", r.account_id},
+                         {"k", r.idempotency_key},
+                         {"f", it.fingerprint},
+                         {"s", r.selection_id},
+                         {"st", r.stake_minor},
+                         {"o", r.odds_units},
+                         {"ac", bets::to_string(r.accept)}});
+    }
+    return array.dump();
+}
 
 const std::string purge_sql =
     "DELETE FROM idempotency_keys WHERE (account_id, idempotency_key) IN ("
@@ -31,6 +51,10 @@ bets::place_result failed_result() {
     return r;
 }
 
+std::vector<bets::place_result> all(std::size_t n, const bets::place_result& r) {
+    return std::vector<bets::place_result>(n, r);
+}
+
 }  // namespace
 
 bets::place_result busy_result(std::string message) {
@@ -40,32 +64,34 @@ bets::place_result busy_result(std::string message) {
     return r;
 }
 
-asio::awaitable<bets::place_result> execute_placement(std::shared_ptr<placement_worker> worker,
-                                                      bets::place_request request,
-                                                      std::string fingerprint,
-                                                      steady::time_point deadline) {
+asio::awaitable<std::vector<bets::place_result>> execute_group(
+    std::shared_ptr<placement_worker> worker, std::vector<group_item> items,
+    steady::time_point deadline) {
+    FULLTIME_DEBUG_ASSERT(!items.empty() && items.size() <= limits::placement_group_max);
     placement_worker& w = *worker;
+    const std::size_t n = items.size();
+    const std::string group = encode_group(items);
     placement_metrics& m = *w.metrics;
     std::size_t lock_retries = 0;
     std::size_t reconnects = 0;
     for (;;) {
         const auto now = steady::now();
         if (w.closed) {
-            co_return busy_result("the server is shutting down: retry with the same "
-                                  "idempotency_key");
+            co_return all(n, busy_result("the server is shutting down: retry with the same "
+                                  "idempotency_key"));
         }
         if (now >= deadline) {
             m.busy_deadline.inc();
-            co_return busy_result("the placement did not complete in time: retry with the same "
-                                  "idempotency_key");
+            co_return all(n, busy_result("the placement did not complete in time: retry with the same "
+                                  "idempotency_key"));
         }
         if (!w.conn) {
             auto acquired = co_await w.pool->acquire();
             if (!acquired) {
                 log::warn("placement: no connection: " + db::describe(acquired.error()));
                 m.busy_unavailable.inc();
-                co_return busy_result("no database connection is available: retry with the same "
-                                      "idempotency_key");
+                co_return all(n, busy_result("no database connection is available: retry with the same "
+                                      "idempotency_key"));
             }
             w.conn = std::move(*acquired);
         }
@@ -76,32 +102,36 @@ asio::awaitable<bets::place_result> execute_placement(std::shared_ptr<placement_
             std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now);
         const auto timeout = std::max(std::chrono::milliseconds(1),
                                       std::min(w.query_timeout, remaining));
-        db::params args(request.account_id, request.idempotency_key, fingerprint,
-                        request.selection_id, request.stake_minor, request.odds_units,
-                        bets::to_string(request.accept),
-                        static_cast<std::int64_t>(w.lock_timeout_ms));
-        auto rows = co_await conn->query(place_sql, std::move(args), timeout);
+        db::params args(group, static_cast<std::int64_t>(w.lock_timeout_ms));
+        auto rows = co_await conn->query(place_group_sql, std::move(args), timeout);
         const bool broken = conn->broken();
         if (!w.closed && !broken) {
             w.conn = std::move(conn);
         }
         if (rows) {
-            if (rows->rows() != 1) {
-                log::error("placement: fulltime_place returned no row");
-                co_return failed_result();
+            if (rows->rows() != static_cast<int>(n)) {
+                log::error("placement: fulltime_place_group returned " +
+                           std::to_string(rows->rows()) + " rows for " + std::to_string(n));
+                co_return all(n, failed_result());
             }
-            auto outcome = rows->get<std::string_view>(0, 0);
-            auto response = rows->get<std::string_view>(0, 1);
-            if (!outcome || !response) {
-                log::error("placement: fulltime_place returned an unexpected shape");
-                co_return failed_result();
+            std::vector<bets::place_result> results(n, failed_result());
+            for (int row = 0; row < rows->rows(); ++row) {
+                auto item = rows->get<std::int32_t>(row, 0);
+                auto outcome = rows->get<std::string_view>(row, 1);
+                auto response = rows->get<std::string_view>(row, 2);
+                if (!item || !outcome || !response || *item < 1 ||
+                    static_cast<std::size_t>(*item) > n) {
+                    log::error("placement: fulltime_place_group returned an unexpected shape");
+                    continue;
+                }
+                auto result = bets::read_place_outcome(*outcome, *response);
+                if (!result) {
+                    log::error("placement: " + result.error().message);
+                    continue;
+                }
+                results[static_cast<std::size_t>(*item - 1)] = std::move(*result);
             }
-            auto result = bets::read_place_outcome(*outcome, *response);
-            if (!result) {
-                log::error("placement: " + result.error().message);
-                co_return failed_result();
-            }
-            co_return std::move(*result);
+            co_return results;
         }
         const db::failure& f = rows.error();
         if (f.retryable()) {
@@ -116,7 +146,7 @@ asio::awaitable<bets::place_result> execute_placement(std::shared_ptr<placement_
                 continue;
             }
             m.busy_locked.inc();
-            co_return busy_result("the account is busy: retry with the same idempotency_key");
+            co_return all(n, busy_result("the account is busy: retry with the same idempotency_key"));
         }
         if (broken || f.code == db::errc::connection_lost ||
             f.code == db::errc::deadline_exceeded) {
@@ -129,11 +159,11 @@ asio::awaitable<bets::place_result> execute_placement(std::shared_ptr<placement_
                 continue;
             }
             m.busy_unavailable.inc();
-            co_return busy_result("the database is unavailable: retry with the same "
-                                  "idempotency_key");
+            co_return all(n, busy_result("the database is unavailable: retry with the same "
+                                  "idempotency_key"));
         }
-        log::error("placement: fulltime_place failed: " + db::describe(f));
-        co_return failed_result();
+        log::error("placement: fulltime_place_group failed: " + db::describe(f));
+        co_return all(n, failed_result());
     }
 }
 

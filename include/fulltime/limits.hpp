@@ -57,6 +57,10 @@ inline constexpr std::size_t statement_params_max = 65'535;
 /// request is answered `busy` at once: at a few milliseconds per placement, a full queue is
 /// already most of a second of waiting, and more would only turn into timeouts.
 inline constexpr std::size_t placement_queue_per_actor_max = 256;
+/// Placements one actor executes together in one transaction (natural group commit): the
+/// requests that queued while its previous transaction ran. Small, because the group holds the
+/// balance rows it locked until its one commit, and a lock timeout retries the whole group.
+inline constexpr std::size_t placement_group_max = 16;
 /// Re-executions of one placement on a fresh connection after its connection broke. Safe
 /// because the idempotency key makes a re-execution return the first result.
 inline constexpr std::size_t placement_reconnects_max = 2;

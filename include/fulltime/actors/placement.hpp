@@ -83,7 +83,8 @@ public:
     placement_service(const placement_service&) = delete;
     placement_service& operator=(const placement_service&) = delete;
 
-    /// Places one bet: picks an actor round-robin and awaits its answer within
+    /// Places one bet: sends it to the actor of its account (by account id), where it may commit
+    /// with other queued placements as one group, and awaits its answer within
     /// actors.request_timeout_ms. Operating errors are results (busy, failed), never exceptions.
     /// Must be awaited on an executor of the io_context.
     boost::asio::awaitable<bets::place_result> place(bets::place_request request,
