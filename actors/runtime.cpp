@@ -16,7 +16,12 @@ runtime::runtime(const actor_settings& settings) : impl_(std::make_unique<impl>(
     if (settings.scheduler_threads > 0) {
         impl_->config.set("scheduler.max-threads", settings.scheduler_threads);
     }
-    // The engine logs through its own stderr lines; CAF's console output stays quiet.
+    // CAF's work-stealing workers poll for work before they sleep; on a small machine that
+    // spinning takes CPU from PostgreSQL, so the default is the sharing policy, whose idle
+    // workers wait on a condition variable.
+    impl_->config.set("scheduler.policy", settings.scheduler_policy == "stealing"
+                                              ? caf::atom("stealing")
+                                              : caf::atom("sharing"));
     impl_->system.emplace(impl_->config);
 }
 

@@ -280,6 +280,11 @@ config load_config(const std::optional<std::string>& path,
 
     c.actors.scheduler_threads = r.size("actors.scheduler_threads", 0, 256);
     c.actors.request_timeout_ms = r.timeout_ms("actors.request_timeout_ms");
+    c.actors.scheduler_policy = r.string("actors.scheduler_policy", false);
+    if (c.actors.scheduler_policy != "sharing" && c.actors.scheduler_policy != "stealing") {
+        fail("'actors.scheduler_policy' must be sharing or stealing, got '" +
+             c.actors.scheduler_policy + "'");
+    }
 
     auto& p = c.placement;
     // 0: one actor per placement connection.

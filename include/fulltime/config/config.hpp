@@ -53,6 +53,7 @@ struct gateway_settings {
 /// Holds settings of the actor system.
 struct actor_settings {
     std::size_t scheduler_threads = 0;  ///< 0: CAF's default (one per core)
+    std::string scheduler_policy;       ///< "sharing" (workers sleep when idle) or "stealing"
     std::int64_t request_timeout_ms = 0; ///< deadline of a gateway-to-actor request
 };
 
