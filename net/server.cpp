@@ -75,6 +75,11 @@ asio::awaitable<void> accept_loop(std::shared_ptr<server_state> state,
             }
             continue;
         }
+        // Replies are small and several may be in flight on one connection: without
+        // TCP_NODELAY, Nagle holds a reply until the previous one is acknowledged, and the
+        // client's delayed ACK turns that into tens of milliseconds per reply.
+        boost::system::error_code nodelay_ec;
+        socket.set_option(asio::ip::tcp::no_delay(true), nodelay_ec);
         state->open_connections.fetch_add(1);
         state->metrics.open_connections.add(1);
         start_http_session(state, std::move(socket));
