@@ -5,6 +5,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <optional>
+#include <string>
+
 namespace fulltime::db {
 
 namespace asio = boost::asio;
@@ -153,6 +156,29 @@ std::string selections_json(const feed::market_message& m) {
     return out.dump();
 }
 
+// Adds or updates the message's selections, then checks that none of them belongs to another
+// market (checked after the upsert, so two markets claiming one id at once are caught too).
+// Returns the refusal when one does; the caller rolls the message back.
+asio::awaitable<outcome<std::optional<catalog_result>>> apply_selections(std::int64_t market_id,
+                                                                          std::string selections,
+                                                                          connection& conn) {
+    auto upserted = co_await conn.query(upsert_selections_sql, params{market_id, selections});
+    if (!upserted) {
+        co_return upserted.error();
+    }
+    auto foreign = co_await conn.query(foreign_selection_sql, params{market_id, selections});
+    if (!foreign) {
+        co_return foreign.error();
+    }
+    if (foreign->rows() > 0) {
+        co_return refusal(catalog_status::conflict, "selection " +
+                                                        std::string(foreign->text(0, 0)) +
+                                                        " belongs to market " +
+                                                        std::string(foreign->text(0, 1)));
+    }
+    co_return std::optional<catalog_result>{};
+}
+
 asio::awaitable<outcome<decided>> market_body(feed::market_message m, market_defaults defaults,
                                               connection& conn) {
     // Awaited into a local in each branch: GCC 12 mishandles co_await inside ?: operands.
@@ -202,21 +228,12 @@ asio::awaitable<outcome<decided>> market_body(feed::market_message m, market_def
             if (!progress) {
                 co_return progress.error();
             }
-            auto selections =
-                co_await conn.query(upsert_selections_sql, params{m.market_id, selections_json(m)});
-            if (!selections) {
-                co_return selections.error();
+            auto refused = co_await apply_selections(m.market_id, selections_json(m), conn);
+            if (!refused) {
+                co_return refused.error();
             }
-            auto foreign =
-                co_await conn.query(foreign_selection_sql, params{m.market_id, selections_json(m)});
-            if (!foreign) {
-                co_return foreign.error();
-            }
-            if (foreign->rows() > 0) {
-                co_return discard(refusal(catalog_status::conflict,
-                                          "selection " + std::string(foreign->text(0, 0)) +
-                                              " belongs to market " +
-                                              std::string(foreign->text(0, 1))));
+            if (*refused) {
+                co_return discard(std::move(**refused));
             }
             catalog_result created;
             created.created = true;
@@ -283,20 +300,12 @@ asio::awaitable<outcome<decided>> market_body(feed::market_message m, market_def
                                           market_text(m.market_id) + " already hold"));
         }
     }
-    auto selections =
-        co_await conn.query(upsert_selections_sql, params{m.market_id, selections_json(m)});
-    if (!selections) {
-        co_return selections.error();
+    auto refused = co_await apply_selections(m.market_id, selections_json(m), conn);
+    if (!refused) {
+        co_return refused.error();
     }
-    auto foreign =
-        co_await conn.query(foreign_selection_sql, params{m.market_id, selections_json(m)});
-    if (!foreign) {
-        co_return foreign.error();
-    }
-    if (foreign->rows() > 0) {
-        co_return discard(refusal(catalog_status::conflict,
-                                  "selection " + std::string(foreign->text(0, 0)) +
-                                      " belongs to market " + std::string(foreign->text(0, 1))));
+    if (*refused) {
+        co_return discard(std::move(**refused));
     }
     co_return keep(catalog_result{});
 }
