@@ -8,6 +8,7 @@ import signal
 import unittest
 
 import websockets.client
+import websockets.exceptions
 
 from harness import Engine, engine_env, run_cli
 from money import assert_money_invariants
@@ -122,28 +123,41 @@ class PlacementTest(unittest.TestCase):
         async def fire_and_kill():
             url = engine.ws_url("/v1/bets") + "?token=" + self.bettor
             conns = [await websockets.client.connect(url) for _ in range(10)]
-            replies = 0
             for i, key in enumerate(keys):
                 await conns[i % 10].send(json.dumps({
                     "type": "place", "id": key, "idempotency_key": key, "selection_id": 1001,
                     "stake": "1.00", "odds": "2.50"}))
 
+            # Kill once 20 placements are confirmed. The 300 requests outrun the account's
+            # placement queue, so some of the first replies are `busy` refusals: they are kept
+            # too, and their keys are retried below like every other.
+            before_kill = {}
+            placed = 0
+
             async def drain(ws):
-                nonlocal replies
+                nonlocal placed
                 try:
                     while True:
-                        await ws.recv()
-                        replies += 1
-                        if replies == 30:
-                            engine.stop(signal.SIGKILL)
-                except Exception:
+                        reply = json.loads(await ws.recv())
+                        if placed < 20:
+                            before_kill[reply["id"]] = reply
+                            if reply["type"] == "placed":
+                                placed += 1
+                                if placed == 20:
+                                    engine.stop(signal.SIGKILL)
+                except websockets.exceptions.ConnectionClosed:
                     pass
 
             await asyncio.wait_for(asyncio.gather(*(drain(ws) for ws in conns)), 60)
-            return replies
+            return before_kill
 
-        replies_before_kill = asyncio.run(fire_and_kill())
-        self.assertGreaterEqual(replies_before_kill, 30)
+        before_kill = asyncio.run(fire_and_kill())
+        placed_before = {k: r for k, r in before_kill.items() if r["type"] == "placed"}
+        self.assertEqual(len(placed_before), 20)
+        for reply in before_kill.values():
+            self.assertIn(reply["type"], ("placed", "rejected"), reply)
+            if reply["type"] == "rejected":
+                self.assertEqual(reply["code"], "busy", reply)
 
         engine = Engine(self.env)
         try:
@@ -166,8 +180,12 @@ class PlacementTest(unittest.TestCase):
             self.assertEqual(engine.stop(), 0, engine.log())
         self.assertTrue(all(r["type"] == "placed" for r in outcomes.values()), outcomes)
         self.assertEqual(len({r["bet"]["bet_id"] for r in outcomes.values()}), total)
-        # Some were placed before the kill (replayed now), the rest only now.
-        self.assertTrue(any(r["replayed"] for r in outcomes.values()))
+        # Every placement confirmed before the kill survived it: the retry replays the same bet.
+        # A key refused busy, or not answered, may or may not have committed; either way its
+        # retry yields exactly one bet (the distinct-bet count above).
+        for key, reply in placed_before.items():
+            self.assertTrue(outcomes[key]["replayed"], (key, outcomes[key]))
+            self.assertEqual(outcomes[key]["bet"]["bet_id"], reply["bet"]["bet_id"])
         assert_money_invariants(self, self.db_url)
 
 
