@@ -28,6 +28,7 @@ struct placement_worker {
     std::int64_t lock_timeout_ms = 0;
     std::size_t lock_retries_max = 0;
     std::chrono::milliseconds query_timeout{0};
+    std::int32_t shard_hint = 0;  ///< the actor's index: its preferred exposure shard
     placement_metrics* metrics = nullptr;
 };
 

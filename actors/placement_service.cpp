@@ -55,7 +55,7 @@ struct placement_state {
     std::deque<pending_placement> queue;  ///< at most limits::placement_queue_per_actor_max
     /// The group on the io_context, if any: one promise per placement, in order.
     std::vector<caf::response_promise> running;
-    std::uint64_t seq = 0;                          ///< identifies the running group
+    std::uint64_t seq = 0;  ///< identifies the running group
     std::shared_ptr<detail::placement_worker> worker;
     asio::any_io_executor io;
     std::chrono::milliseconds budget{0};
@@ -98,8 +98,7 @@ void start_next(placement_actor* self) {
         }
         deadline = std::min(deadline, next.deadline);
         st.running.push_back(std::move(next.promise));
-        items.push_back(
-            detail::group_item{std::move(next.request), std::move(next.fingerprint)});
+        items.push_back(detail::group_item{std::move(next.request), std::move(next.fingerprint)});
     }
     if (items.empty()) {
         return;
@@ -108,10 +107,10 @@ void start_next(placement_actor* self) {
     // The coroutine is created and started on the io thread, never on a CAF worker.
     asio::post(st.io, [worker = st.worker, io = st.io, items = std::move(items), deadline,
                        reply_to = caf::actor_cast<caf::actor>(self), seq]() mutable {
-        asio::co_spawn(io,
-                       run_and_report(std::move(worker), std::move(items), deadline,
-                                      std::move(reply_to), seq),
-                       asio::detached);
+        asio::co_spawn(
+            io,
+            run_and_report(std::move(worker), std::move(items), deadline, std::move(reply_to), seq),
+            asio::detached);
     });
 }
 
@@ -282,8 +281,8 @@ struct placement_service::impl {
 };
 
 placement_service::placement_service(caf::actor_system& system, asio::any_io_executor io,
-                                     db::pool& placement, db::pool& background,
-                                     const config& cfg, placement_metrics& metrics)
+                                     db::pool& placement, db::pool& background, const config& cfg,
+                                     placement_metrics& metrics)
     : impl_(std::make_shared<impl>()) {
     FULLTIME_ASSERT(cfg.placement.actors > 0);
     impl_->system = &system;
@@ -299,6 +298,7 @@ placement_service::placement_service(caf::actor_system& system, asio::any_io_exe
         w->lock_timeout_ms = cfg.placement.lock_timeout_ms;
         w->lock_retries_max = cfg.placement.lock_retries_max;
         w->query_timeout = std::chrono::milliseconds(cfg.database.query_timeout_ms);
+        w->shard_hint = static_cast<std::int32_t>(i);
         w->metrics = &metrics;
         impl_->workers.push_back(w);
         impl_->actors.push_back(system.spawn(placement_behavior, w, io, budget, &metrics));
@@ -350,15 +350,15 @@ asio::awaitable<bets::place_result> placement_service::place(bets::place_request
             result = detail::busy_result(shutting_down);
         }
     }
-    st->metrics->record(result, std::chrono::duration_cast<std::chrono::microseconds>(
-                                    steady::now() - start));
+    st->metrics->record(
+        result, std::chrono::duration_cast<std::chrono::microseconds>(steady::now() - start));
     co_return result;
 }
 
 asio::awaitable<std::optional<std::int64_t>> placement_service::purge_now() {
     std::shared_ptr<impl> st = impl_;
-    auto reply = co_await ask<std::int64_t>(*st->system, st->purger, st->request_timeout,
-                                            purge_atom::value);
+    auto reply =
+        co_await ask<std::int64_t>(*st->system, st->purger, st->request_timeout, purge_atom::value);
     if (!reply) {
         co_return std::nullopt;
     }

@@ -17,10 +17,11 @@ namespace asio = boost::asio;
 
 namespace {
 
-// One statement, one round trip, its own transaction (autocommit): see 0002_placement.sql and
-// 0003_group_commit.sql.
+// One statement, one round trip, its own transaction (autocommit): see 0002_placement.sql,
+// 0003_group_commit.sql and 0004_shard_hint.sql.
 const std::string place_group_sql =
-    "SELECT item, outcome, response::text FROM fulltime_place_group($1::jsonb, $2::integer)";
+    "SELECT item, outcome, response::text "
+    "FROM fulltime_place_group($1::jsonb, $2::integer, $3::integer)";
 
 // Encodes the group as the JSON array fulltime_place_group reads: a bound parameter, so keys
 // with any characters need no escaping of ours.
@@ -78,20 +79,22 @@ asio::awaitable<std::vector<bets::place_result>> execute_group(
         const auto now = steady::now();
         if (w.closed) {
             co_return all(n, busy_result("the server is shutting down: retry with the same "
-                                  "idempotency_key"));
+                                         "idempotency_key"));
         }
         if (now >= deadline) {
             m.busy_deadline.inc();
-            co_return all(n, busy_result("the placement did not complete in time: retry with the same "
-                                  "idempotency_key"));
+            co_return all(n,
+                          busy_result("the placement did not complete in time: retry with the same "
+                                      "idempotency_key"));
         }
         if (!w.conn) {
             auto acquired = co_await w.pool->acquire();
             if (!acquired) {
                 log::warn("placement: no connection: " + db::describe(acquired.error()));
                 m.busy_unavailable.inc();
-                co_return all(n, busy_result("no database connection is available: retry with the same "
-                                      "idempotency_key"));
+                co_return all(
+                    n, busy_result("no database connection is available: retry with the same "
+                                   "idempotency_key"));
             }
             w.conn = std::move(*acquired);
         }
@@ -100,9 +103,10 @@ asio::awaitable<std::vector<bets::place_result>> execute_group(
         db::pooled_connection conn = std::move(w.conn);
         const auto remaining =
             std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now);
-        const auto timeout = std::max(std::chrono::milliseconds(1),
-                                      std::min(w.query_timeout, remaining));
-        db::params args(group, static_cast<std::int64_t>(w.lock_timeout_ms));
+        const auto timeout =
+            std::max(std::chrono::milliseconds(1), std::min(w.query_timeout, remaining));
+        db::params args(group, static_cast<std::int64_t>(w.lock_timeout_ms),
+                        static_cast<std::int64_t>(w.shard_hint));
         auto rows = co_await conn->query(place_group_sql, std::move(args), timeout);
         const bool broken = conn->broken();
         if (!w.closed && !broken) {
@@ -146,7 +150,8 @@ asio::awaitable<std::vector<bets::place_result>> execute_group(
                 continue;
             }
             m.busy_locked.inc();
-            co_return all(n, busy_result("the account is busy: retry with the same idempotency_key"));
+            co_return all(n,
+                          busy_result("the account is busy: retry with the same idempotency_key"));
         }
         if (broken || f.code == db::errc::connection_lost ||
             f.code == db::errc::deadline_exceeded) {
@@ -160,7 +165,7 @@ asio::awaitable<std::vector<bets::place_result>> execute_group(
             }
             m.busy_unavailable.inc();
             co_return all(n, busy_result("the database is unavailable: retry with the same "
-                                  "idempotency_key"));
+                                         "idempotency_key"));
         }
         log::error("placement: fulltime_place_group failed: " + db::describe(f));
         co_return all(n, failed_result());
@@ -198,8 +203,7 @@ asio::awaitable<std::optional<std::int64_t>> purge_round(std::shared_ptr<purge_w
     options.statement_timeout_ms = w.statement_timeout_ms;
     const auto batch_max = static_cast<std::int64_t>(w.batch_max);
     std::int64_t total = 0;
-    for (std::size_t batch = 0; batch < limits::purge_batches_per_round_max && !w.closed;
-         ++batch) {
+    for (std::size_t batch = 0; batch < limits::purge_batches_per_round_max && !w.closed; ++batch) {
         // One short transaction per batch: a long DELETE would hold an old snapshot (and the
         // deleted rows' locks) for its whole run, which DESIGN.md's observability calls out.
         auto deleted = co_await db::in_transaction(
