@@ -48,6 +48,11 @@ boost::asio::awaitable<std::vector<bets::place_result>> execute_group(
     std::shared_ptr<placement_worker> worker, std::vector<group_item> items,
     steady::time_point deadline);
 
+/// Opens the worker's connection ahead of its first placement, so that the first requests after
+/// a start do not all wait on the pool at once (the pool's wait is short, and opening many
+/// connections together takes longer than it). A failure is left for the first call to retry.
+boost::asio::awaitable<void> warm(std::shared_ptr<placement_worker> worker);
+
 /// Holds the io side of the purge actor.
 struct purge_worker {
     db::pool* pool = nullptr;

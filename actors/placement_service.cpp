@@ -10,9 +10,13 @@
 #include "fulltime/core/metrics.hpp"
 #include "fulltime/limits.hpp"
 
+#include <boost/asio/associated_executor.hpp>
+#include <boost/asio/async_result.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/use_awaitable.hpp>
 
 #include <caf/all.hpp>
 
@@ -20,11 +24,28 @@
 #include <deque>
 #include <vector>
 
+namespace fulltime::actors::detail {
+
+/// Where one placement's answer goes: the waiting session's coroutine. A place request carries
+/// its sink to the actor, the actor hands it to the group that runs it, and the group delivers
+/// on the io_context, so an answer takes no extra trip through CAF (no bridge actor, no
+/// response message). The answer is delivered exactly once, on the asker's executor; a sink
+/// dropped unanswered (an actor exiting, a message to an actor already gone) answers busy from
+/// its destructor, so no session ever waits for a reply that cannot come.
+class reply_sink {
+public:
+    virtual ~reply_sink() = default;
+    virtual void deliver(bets::place_result result) = 0;
+};
+
+using reply_ptr = std::shared_ptr<reply_sink>;
+
+}  // namespace fulltime::actors::detail
+
 // Placement messages never leave the process, so they need no serialization: CAF 0.17 accepts
 // such types in messages once they are declared unsafe-but-allowed.
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(fulltime::bets::place_request)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(fulltime::bets::place_result)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<fulltime::bets::place_result>)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(fulltime::actors::detail::reply_ptr)
 
 namespace fulltime::actors {
 
@@ -42,37 +63,81 @@ using purged_atom = caf::atom_constant<caf::atom("ft_purged")>;
 const std::string shutting_down =
     "the server is shutting down: retry with the same idempotency_key";
 
+using detail::reply_ptr;
+
+// The sink of one co_await in placement_service::place: holds the coroutine's completion
+// handler and keeps its executor busy until the answer is posted to it.
+template <class Handler>
+class handler_sink final : public detail::reply_sink {
+public:
+    explicit handler_sink(Handler h)
+        : handler_(std::move(h)),
+          work_(asio::make_work_guard(asio::get_associated_executor(handler_))) {}
+
+    handler_sink(const handler_sink&) = delete;
+    handler_sink& operator=(const handler_sink&) = delete;
+
+    ~handler_sink() override {
+        if (!done_) {
+            post(detail::busy_result(shutting_down));
+        }
+    }
+
+    void deliver(bets::place_result result) override {
+        if (!done_) {
+            post(std::move(result));
+        }
+    }
+
+private:
+    void post(bets::place_result result) {
+        done_ = true;
+        auto executor = work_.get_executor();
+        asio::post(executor, [handler = std::move(handler_), work = std::move(work_),
+                              result = std::move(result)]() mutable {
+            work.reset();
+            std::move(handler)(std::move(result));
+        });
+    }
+
+    Handler handler_;
+    asio::executor_work_guard<asio::associated_executor_t<Handler>> work_;
+    bool done_ = false;
+};
+
 // --- Placement actor -------------------------------------------------------------------------
 
 struct pending_placement {
     bets::place_request request;
     std::string fingerprint;
-    caf::response_promise promise;
+    reply_ptr reply;
     steady::time_point deadline;
 };
 
 struct placement_state {
     std::deque<pending_placement> queue;  ///< at most limits::placement_queue_per_actor_max
-    /// The group on the io_context, if any: one promise per placement, in order.
-    std::vector<caf::response_promise> running;
+    bool running = false;   ///< a group is on the io_context; it owns its placements' sinks
     std::uint64_t seq = 0;  ///< identifies the running group
     std::shared_ptr<detail::placement_worker> worker;
     asio::any_io_executor io;
-    std::chrono::milliseconds budget{0};
     placement_metrics* metrics = nullptr;
     static inline const char* name = "fulltime.placement";
 };
 
 using placement_actor = caf::stateful_actor<placement_state>;
 
-// Runs on the io_context: one group of placements, then their results back to the actor as a
-// message.
+// Runs on the io_context: one group of placements, each answer straight to its session, then
+// word to the actor that the group is done.
 asio::awaitable<void> run_and_report(std::shared_ptr<detail::placement_worker> worker,
                                      std::vector<detail::group_item> items,
-                                     steady::time_point deadline, caf::actor reply_to,
-                                     std::uint64_t seq) {
+                                     std::vector<reply_ptr> replies, steady::time_point deadline,
+                                     caf::actor reply_to, std::uint64_t seq) {
     auto results = co_await detail::execute_group(std::move(worker), std::move(items), deadline);
-    caf::anon_send(reply_to, placed_atom::value, seq, std::move(results));
+    FULLTIME_DEBUG_ASSERT(results.size() == replies.size());
+    for (std::size_t i = 0; i < replies.size() && i < results.size(); ++i) {
+        replies[i]->deliver(std::move(results[i]));
+    }
+    caf::anon_send(reply_to, placed_atom::value, seq);
 }
 
 // When nothing runs, starts the requests queued so far (at most limits::placement_group_max)
@@ -81,10 +146,11 @@ asio::awaitable<void> run_and_report(std::shared_ptr<detail::placement_worker> w
 // database: their asker has given up.
 void start_next(placement_actor* self) {
     auto& st = self->state;
-    if (!st.running.empty()) {
+    if (st.running) {
         return;
     }
     std::vector<detail::group_item> items;
+    std::vector<reply_ptr> replies;
     steady::time_point deadline = steady::time_point::max();
     const auto now = steady::now();
     while (!st.queue.empty() && items.size() < limits::placement_group_max) {
@@ -92,76 +158,69 @@ void start_next(placement_actor* self) {
         st.queue.pop_front();
         if (now >= next.deadline) {
             st.metrics->busy_deadline.inc();
-            next.promise.deliver(detail::busy_result(
+            next.reply->deliver(detail::busy_result(
                 "the placement waited too long: retry with the same idempotency_key"));
             continue;
         }
         deadline = std::min(deadline, next.deadline);
-        st.running.push_back(std::move(next.promise));
+        replies.push_back(std::move(next.reply));
         items.push_back(detail::group_item{std::move(next.request), std::move(next.fingerprint)});
     }
     if (items.empty()) {
         return;
     }
     const std::uint64_t seq = ++st.seq;
+    st.running = true;
     // The coroutine is created and started on the io thread, never on a CAF worker.
-    asio::post(st.io, [worker = st.worker, io = st.io, items = std::move(items), deadline,
+    asio::post(st.io, [worker = st.worker, io = st.io, items = std::move(items),
+                       replies = std::move(replies), deadline,
                        reply_to = caf::actor_cast<caf::actor>(self), seq]() mutable {
-        asio::co_spawn(
-            io,
-            run_and_report(std::move(worker), std::move(items), deadline, std::move(reply_to), seq),
-            asio::detached);
+        asio::co_spawn(io,
+                       run_and_report(std::move(worker), std::move(items), std::move(replies),
+                                      deadline, std::move(reply_to), seq),
+                       asio::detached);
     });
 }
 
 caf::behavior placement_behavior(placement_actor* self,
                                  std::shared_ptr<detail::placement_worker> worker,
-                                 asio::any_io_executor io, std::chrono::milliseconds budget,
-                                 placement_metrics* metrics) {
+                                 asio::any_io_executor io, placement_metrics* metrics) {
     self->state.worker = std::move(worker);
     self->state.io = std::move(io);
-    self->state.budget = budget;
     self->state.metrics = metrics;
-    // Every promise gets an answer on the way out, so no asker waits for its timeout.
+    // Every queued placement gets an answer on the way out. A running group's sinks belong to
+    // its coroutine, which answers them when its call ends (the workers are closed on stop).
     self->set_exit_handler([self](caf::exit_msg& msg) {
         auto& st = self->state;
         for (auto& p : st.queue) {
-            p.promise.deliver(detail::busy_result(shutting_down));
+            p.reply->deliver(detail::busy_result(shutting_down));
         }
         st.queue.clear();
-        for (auto& p : st.running) {
-            p.deliver(detail::busy_result(shutting_down));
-        }
-        st.running.clear();
         self->quit(msg.reason);
     });
     return {
-        [self](place_atom, bets::place_request& request,
-               std::string& fingerprint) -> caf::result<bets::place_result> {
+        // `deadline` is in steady_clock ticks: when the session asked, plus the budget.
+        [self](place_atom, bets::place_request& request, std::string& fingerprint, reply_ptr& reply,
+               steady::rep deadline) {
             auto& st = self->state;
             if (st.queue.size() >= limits::placement_queue_per_actor_max) {
                 st.metrics->busy_queue_full.inc();
-                return detail::busy_result(
-                    "too many placements are waiting: retry with the same idempotency_key");
-            }
-            auto promise = self->make_response_promise();
-            st.queue.push_back(pending_placement{std::move(request), std::move(fingerprint),
-                                                 promise, steady::now() + st.budget});
-            start_next(self);
-            return promise;
-        },
-        [self](placed_atom, std::uint64_t seq, std::vector<bets::place_result>& results) {
-            auto& st = self->state;
-            FULLTIME_DEBUG_ASSERT(!st.running.empty() && seq == st.seq &&
-                                  results.size() == st.running.size());
-            if (st.running.empty() || seq != st.seq || results.size() != st.running.size()) {
+                reply->deliver(detail::busy_result(
+                    "too many placements are waiting: retry with the same idempotency_key"));
                 return;
             }
-            auto promises = std::move(st.running);
-            st.running.clear();
-            for (std::size_t i = 0; i < promises.size(); ++i) {
-                promises[i].deliver(std::move(results[i]));
+            st.queue.push_back(pending_placement{std::move(request), std::move(fingerprint),
+                                                 std::move(reply),
+                                                 steady::time_point(steady::duration(deadline))});
+            start_next(self);
+        },
+        [self](placed_atom, std::uint64_t seq) {
+            auto& st = self->state;
+            FULLTIME_DEBUG_ASSERT(st.running && seq == st.seq);
+            if (!st.running || seq != st.seq) {
+                return;
             }
+            st.running = false;
             start_next(self);
         },
     };
@@ -260,6 +319,7 @@ struct placement_service::impl {
     std::vector<std::shared_ptr<detail::placement_worker>> workers;
     std::shared_ptr<detail::purge_worker> purge_worker;
     std::chrono::milliseconds request_timeout{0};
+    steady::duration budget{0};  ///< a placement's answer is due this long after it is asked
     placement_metrics* metrics = nullptr;
     bool stopped = false;
 
@@ -289,9 +349,9 @@ placement_service::placement_service(caf::actor_system& system, asio::any_io_exe
     impl_->io = io;
     impl_->request_timeout = std::chrono::milliseconds(cfg.actors.request_timeout_ms);
     impl_->metrics = &metrics;
-    // The actor gives up a tenth of the request's budget early, so that its busy answer reaches
-    // the session before the session's own deadline turns it into a timeout.
-    const auto budget = impl_->request_timeout - impl_->request_timeout / 10;
+    // Every placement is answered within this budget: a request still queued when it passes is
+    // answered busy, and a group's database call is cut at its earliest member's deadline.
+    impl_->budget = impl_->request_timeout;
     for (std::size_t i = 0; i < cfg.placement.actors; ++i) {
         auto w = std::make_shared<detail::placement_worker>();
         w->pool = &placement;
@@ -301,7 +361,8 @@ placement_service::placement_service(caf::actor_system& system, asio::any_io_exe
         w->shard_hint = static_cast<std::int32_t>(i);
         w->metrics = &metrics;
         impl_->workers.push_back(w);
-        impl_->actors.push_back(system.spawn(placement_behavior, w, io, budget, &metrics));
+        impl_->actors.push_back(system.spawn(placement_behavior, w, io, &metrics));
+        asio::co_spawn(io, detail::warm(w), asio::detached);
     }
     auto p = std::make_shared<detail::purge_worker>();
     p->pool = &background;
@@ -334,21 +395,18 @@ asio::awaitable<bets::place_result> placement_service::place(bets::place_request
         // on it (the database decides), but it keeps an account's placements out of each
         // other's way: they queue in one mailbox and commit together as one group, instead of
         // several actors' groups waiting on the same balance row lock.
-        const auto& target =
+        caf::actor target =
             st->actors[static_cast<std::uint64_t>(request.account_id) % st->actors.size()];
-        auto reply = co_await ask<bets::place_result>(*st->system, target, st->request_timeout,
-                                                      place_atom::value, std::move(request),
-                                                      std::move(fingerprint));
-        if (reply) {
-            result = std::move(*reply);
-        } else if (reply.error() == caf::sec::request_timeout) {
-            // The placement may still commit; its key makes a retry return that result.
-            st->metrics->busy_deadline.inc();
-            result = detail::busy_result(
-                "the placement did not complete in time: retry with the same idempotency_key");
-        } else {
-            result = detail::busy_result(shutting_down);
-        }
+        const auto deadline = (start + st->budget).time_since_epoch().count();
+        auto initiation = [&](auto handler) {
+            reply_ptr sink = std::make_shared<handler_sink<decltype(handler)>>(std::move(handler));
+            // A message to an actor already gone is dropped with its sink, which answers busy.
+            caf::anon_send(target, place_atom::value, std::move(request), std::move(fingerprint),
+                           std::move(sink), deadline);
+        };
+        result =
+            co_await asio::async_initiate<decltype(asio::use_awaitable), void(bets::place_result)>(
+                std::move(initiation), asio::use_awaitable);
     }
     st->metrics->record(
         result, std::chrono::duration_cast<std::chrono::microseconds>(steady::now() - start));

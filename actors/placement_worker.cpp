@@ -172,6 +172,21 @@ asio::awaitable<std::vector<bets::place_result>> execute_group(
     }
 }
 
+asio::awaitable<void> warm(std::shared_ptr<placement_worker> worker) {
+    if (worker->closed || worker->conn) {
+        co_return;
+    }
+    auto acquired = co_await worker->pool->acquire();
+    if (!acquired) {
+        log::debug("placement: warming a connection failed: " + db::describe(acquired.error()));
+        co_return;
+    }
+    // A call that started meanwhile acquired its own; this one then goes back to the pool.
+    if (!worker->closed && !worker->conn) {
+        worker->conn = std::move(*acquired);
+    }
+}
+
 namespace {
 
 asio::awaitable<db::outcome<std::int64_t>> delete_batch(std::int64_t retention_s,

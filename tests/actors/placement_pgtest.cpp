@@ -550,6 +550,54 @@ TEST_CASE("a balance row lock held too long makes the placement answer busy with
     e.check_invariants();
 }
 
+asio::awaitable<bool> stop_placement(fulltime::actors::placement_service* placement) {
+    placement->stop();
+    co_return true;
+}
+
+TEST_CASE("stopping the placement actors answers every placement, queued or running") {
+    engine e([](fulltime::config& cfg) {
+        cfg.placement.lock_timeout_ms = 3000;
+        cfg.placement.lock_retries_max = 0;
+    });
+    e.add_market(10, 1001, "2.00");
+    e.fund(1, 10000);
+    auto c = open_bets(e.port(), 1);
+    std::thread holder([&] {
+        e.exec(
+            "BEGIN; UPDATE accounts SET available = available WHERE account_id = 1;"
+            "SELECT pg_sleep(1); COMMIT;");
+    });
+    REQUIRE(eventually_locked(e));
+    // The first group waits on the lock; the others queue behind it in the account's actor.
+    constexpr int sent = 10;
+    for (int i = 0; i < sent; ++i) {
+        c.send_text(
+            place("s" + std::to_string(i), "stop-" + std::to_string(i), 1001, "1.00", "2.00")
+                .dump());
+    }
+    std::this_thread::sleep_for(200ms);
+    REQUIRE(e.on_loop(stop_placement(&e.placement())));
+    std::map<std::string, int> answers;
+    for (int i = 0; i < sent; ++i) {
+        auto j = read_json(c, 5s);
+        ++answers[j["type"] == "placed" ? std::string("placed")
+                                        : j.value("code", std::string("?"))];
+    }
+    holder.join();
+    for (const auto& [code, n] : answers) {
+        MESSAGE(code << ": " << n);
+    }
+    // Each got an answer: busy (shutting down) for the queued ones, and the running group its
+    // own outcome once the lock was released.
+    CHECK(answers["placed"] + answers["busy"] == sent);
+    CHECK(answers["busy"] >= 1);
+    CHECK(e.scalar("SELECT count(*) FROM bets") == answers["placed"]);
+    // A placement after the stop is answered busy at once, not left waiting.
+    CHECK(request(c, place("after", "stop-after", 1001, "1.00", "2.00"))["code"] == "busy");
+    e.check_invariants();
+}
+
 TEST_CASE("a market suspended between two placements refuses the second") {
     engine e;
     e.add_market(10, 1001, "2.00");

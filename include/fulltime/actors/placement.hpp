@@ -6,9 +6,9 @@
 /// Threading. The db layer is single-threaded Asio: connections live on the engine's
 /// io_context and are touched only from coroutines running there. An actor never calls libpq;
 /// it keeps a FIFO of requests and, when idle, co_spawns onto the io_context a coroutine that
-/// runs `fulltime_place` on the actor's connection and sends the result back to the actor as a
-/// message. So a CAF thread never waits on the database, and the io thread never waits on an
-/// actor.
+/// runs `fulltime_place_group` on the actor's connection, answers each placement's session
+/// directly (its reply sink), and then tells the actor the group is done. So a CAF thread never
+/// waits on the database, and the io thread never waits on an actor.
 ///
 /// CAF stays out of this header (it is included by the gateway's endpoint code).
 
