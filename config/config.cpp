@@ -303,6 +303,23 @@ config load_config(const std::optional<std::string>& path,
     p.purge_batch_max = r.size("placement.purge_batch_max", 1, 100'000);
     p.purge_interval_ms = r.timeout_ms("placement.purge_interval_ms");
 
+    auto& st = c.settlement;
+    st.batch_size = r.size("settlement.batch_size", 1, 100'000);
+    // 0: one batch per settlement connection.
+    st.batches_in_flight = r.size("settlement.batches_in_flight", 0, limits::pool_size_max);
+    if (st.batches_in_flight == 0) {
+        st.batches_in_flight = d.settlement.size_max;
+    }
+    if (st.batches_in_flight > d.settlement.size_max) {
+        fail("'settlement.batches_in_flight' (" + std::to_string(st.batches_in_flight) +
+             ") must not exceed 'database.pools.settlement.size_max' (" +
+             std::to_string(d.settlement.size_max) + "): each batch holds one connection");
+    }
+    st.lock_timeout_ms = r.timeout_ms("settlement.lock_timeout_ms");
+    st.retry_delay_ms = r.timeout_ms("settlement.retry_delay_ms");
+    st.poll_interval_ms = r.timeout_ms("settlement.poll_interval_ms");
+    st.push_interval_ms = r.timeout_ms("settlement.push_interval_ms");
+
     auto& m = c.markets;
     m.stake_min_minor = r.integer("markets.stake_min_minor", 1, limits::amount_minor_max);
     m.stake_max_minor =

@@ -5,6 +5,7 @@
 
 #include "fulltime/actors/placement.hpp"
 #include "fulltime/actors/runtime.hpp"
+#include "fulltime/actors/settlement.hpp"
 #include "fulltime/core/log.hpp"
 #include "fulltime/core/metrics.hpp"
 #include "fulltime/core/resources.hpp"
@@ -13,6 +14,7 @@
 #include "fulltime/net/feed_endpoint.hpp"
 #include "fulltime/net/operator_routes.hpp"
 #include "fulltime/net/server.hpp"
+#include "fulltime/net/settlement_pushes.hpp"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -38,7 +40,9 @@ namespace {
 boost::asio::awaitable<void> watch_signals(boost::asio::io_context& ioc,
                                            boost::asio::signal_set& signals, net::server& gateway,
                                            actors::placement_service& placement,
-                                           db::pools& pools, std::int64_t deadline_ms) {
+                                           actors::settlement_service& settlement,
+                                           std::shared_ptr<bool> pushes_stop, db::pools& pools,
+                                           std::int64_t deadline_ms) {
     auto [ec, signal_number] =
         co_await signals.async_wait(boost::asio::as_tuple(boost::asio::use_awaitable));
     if (ec) {
@@ -54,6 +58,8 @@ boost::asio::awaitable<void> watch_signals(boost::asio::io_context& ioc,
     });
     co_await gateway.shutdown(std::chrono::milliseconds(deadline_ms));
     placement.stop();
+    settlement.stop();
+    *pushes_stop = true;
     pools.close();
     signals.cancel();
 }
@@ -88,6 +94,11 @@ int serve_command(const config& cfg) {
                                         *pools.placement, *pools.background, cfg,
                                         placement_metrics);
 
+    actors::settlement_metrics settlement_metrics(registry);
+    actors::settlement_service settlement(actor_runtime.system(), ioc.get_executor(),
+                                          *pools.settlement, *pools.background, cfg,
+                                          settlement_metrics);
+
     net::services services;
     services.cfg = &cfg;
     services.pools = &pools;
@@ -104,16 +115,25 @@ int serve_command(const config& cfg) {
     gateway.start();
     log::info("listening on http://" + cfg.gateway.host + ":" + std::to_string(gateway.port()));
 
+    auto pushes_stop = std::make_shared<bool>(false);
+    boost::asio::co_spawn(ioc,
+                          net::run_settlement_pushes(
+                              *pools.background, gateway.connections(), registry,
+                              std::chrono::milliseconds(cfg.settlement.push_interval_ms),
+                              pushes_stop),
+                          boost::asio::detached);
+
     boost::asio::signal_set signals(ioc, SIGINT, SIGTERM);
-    boost::asio::co_spawn(
-        ioc,
-        watch_signals(ioc, signals, gateway, placement, pools, cfg.gateway.shutdown_deadline_ms),
-        boost::asio::detached);
+    boost::asio::co_spawn(ioc,
+                          watch_signals(ioc, signals, gateway, placement, settlement, pushes_stop,
+                                        pools, cfg.gateway.shutdown_deadline_ms),
+                          boost::asio::detached);
     ioc.run();
 
     // After a second signal the loop stopped mid-drain: nothing runs on it any more, so this
     // thread may release what the drain did not.
     placement.stop();
+    settlement.stop();
 
     actor_runtime.shutdown();
     if (target.cluster) {

@@ -67,6 +67,16 @@ struct placement_settings {
     std::int64_t purge_interval_ms = 0;      ///< pause between purge rounds
 };
 
+/// Holds settings of the settlement path.
+struct settlement_settings {
+    std::size_t batch_size = 0;          ///< bets settled per batch transaction
+    std::size_t batches_in_flight = 0;   ///< batch transactions at once, over all markets
+    std::int64_t lock_timeout_ms = 0;    ///< SET LOCAL lock_timeout of a batch; a timeout retries
+    std::int64_t retry_delay_ms = 0;     ///< pause before retrying a failed or fenced step
+    std::int64_t poll_interval_ms = 0;   ///< scan for markets with unapplied events
+    std::int64_t push_interval_ms = 0;   ///< outbox scan for bet_settled pushes
+};
+
 /// Holds the defaults of a market created by the feed without its own limits.
 struct market_defaults {
     std::int64_t stake_min_minor = 0;
@@ -85,6 +95,7 @@ struct config {
     gateway_settings gateway;
     actor_settings actors;
     placement_settings placement;
+    settlement_settings settlement;
     market_defaults markets;
 };
 

@@ -1,0 +1,58 @@
+#pragma once
+// The io side of the settlement actors: one settlement step, and the backlog scan. Every
+// function here runs on the engine's io_context, never on a CAF thread.
+
+#include "fulltime/actors/settlement.hpp"
+#include "fulltime/db/pool.hpp"
+
+#include <boost/asio/awaitable.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace fulltime::actors::detail {
+
+/// Holds what a step needs: pools and settings. Touched on the io_context only.
+struct settlement_worker {
+    db::pool* settlement = nullptr;  ///< steps
+    db::pool* background = nullptr;  ///< backlog scans
+    std::int64_t batch_size = 0;
+    std::int64_t lock_timeout_ms = 0;
+    std::chrono::milliseconds query_timeout{0};
+    settlement_metrics* metrics = nullptr;
+    bool closed = false;  ///< set by stop(): no further steps
+};
+
+/// Names how one step ended. The first six are fulltime_settle_step's own statuses.
+enum class step_status { idle = 0, gap, started, fenced, batch, finished, locked, failed };
+
+/// Holds one step's outcome.
+struct step_result {
+    step_status status = step_status::failed;
+    std::int32_t seq = 0;
+    std::string kind;          ///< the event's kind, when the step worked on one
+    std::int64_t bets = 0;     ///< bets the batch looked at
+    std::int64_t effects = 0;  ///< settlement rows it wrote
+    std::string error;         ///< why a failed step failed
+};
+
+/// Runs one step of `market_id` on a settlement connection, in one transaction. A lock timeout
+/// is `locked` (the step wrote nothing); any other error is `failed`. Never throws.
+boost::asio::awaitable<step_result> run_step(std::shared_ptr<settlement_worker> worker,
+                                             std::int64_t market_id);
+
+/// Holds the markets with events stored but not applied, and the backlog's size and age.
+struct backlog {
+    bool ok = false;
+    std::vector<std::int64_t> markets;
+    std::int64_t events = 0;
+    std::int64_t oldest_age_ms = 0;
+};
+
+/// Scans result_events for events past their market's applied_seq (background pool).
+boost::asio::awaitable<backlog> scan_backlog(std::shared_ptr<settlement_worker> worker);
+
+}  // namespace fulltime::actors::detail
