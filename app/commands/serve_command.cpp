@@ -11,6 +11,7 @@
 #include "fulltime/core/resources.hpp"
 #include "fulltime/db/pool.hpp"
 #include "fulltime/net/bets_endpoint.hpp"
+#include "fulltime/net/diagnostics_routes.hpp"
 #include "fulltime/net/feed_endpoint.hpp"
 #include "fulltime/net/operator_routes.hpp"
 #include "fulltime/net/server.hpp"
@@ -111,6 +112,7 @@ int serve_command(const config& cfg) {
     services.routes = std::move(feed.routes);
     std::ranges::move(net::make_operator_routes(cfg, pools, registry),
                       std::back_inserter(services.routes));
+    std::ranges::move(net::make_diagnostics_routes(pools), std::back_inserter(services.routes));
     net::server gateway(ioc, std::move(services));
     gateway.start();
     log::info("listening on http://" + cfg.gateway.host + ":" + std::to_string(gateway.port()));
