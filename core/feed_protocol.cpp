@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <limits>
 #include <set>
+#include <utility>
 
 namespace fulltime::feed {
 
@@ -212,6 +213,184 @@ parsed<std::string> optional_timestamp(const json& message, std::string_view fie
     return parsed<std::string>{boost::system::in_place_value, format_timestamp_us(*us)};
 }
 
+// --- Result events -------------------------------------------------------------------------------
+
+// Decimal places of a factor: factor_units is 10^factor_decimals.
+constexpr int factor_decimals = 4;
+static_assert(factor_units == 10'000 && limits::odds_decimals == 4,
+              "the settlement SQL divides S * v * d * O by 10^12: factors and odds in 1/10^4");
+
+// Reads an optional void or dead-heat factor: a decimal string [0-9]+(.[0-9]{1,4})? from 0 to 1,
+// in factor_units. `field` is the full path for messages ("outcomes[0].void_factor"). Written
+// here rather than in core/money: a factor is neither money nor odds, and nothing else parses
+// one.
+parsed<std::int64_t> factor(const json& outcome, std::string_view key, const std::string& field,
+                            std::int64_t absent_units) {
+    const auto it = outcome.find(key);
+    if (it == outcome.end() || it->is_null()) {
+        return absent_units;
+    }
+    constexpr std::string_view example = "\"0.5\"";
+    if (!it->is_string()) {
+        // Like money and odds: a JSON number may already have lost precision in some producer.
+        return fail(field, "must be a decimal string such as " + std::string(example) +
+                               ", not a JSON number or other value");
+    }
+    const auto& text = it->get_ref<const std::string&>();
+    if (text.size() > limits::decimal_chars_max) {
+        return fail(field,
+                    "is longer than " + std::to_string(limits::decimal_chars_max) + " characters");
+    }
+    std::string_view body = text;
+    const bool negative = !body.empty() && body.front() == '-';
+    if (negative) {
+        body.remove_prefix(1);
+    }
+    const std::size_t dot = body.find('.');
+    const std::string_view whole = body.substr(0, dot);
+    const std::string_view frac =
+        dot == std::string_view::npos ? std::string_view{} : body.substr(dot + 1);
+    const auto all_digits = [](std::string_view part) {
+        return std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; });
+    };
+    if (whole.empty() || !all_digits(whole) || (dot != std::string_view::npos && frac.empty()) ||
+        !all_digits(frac)) {
+        return fail(field, "must be a decimal from 0 to 1 such as " + std::string(example));
+    }
+    if (negative) {
+        return fail(field, "must not be negative");
+    }
+    if (frac.size() > static_cast<std::size_t>(factor_decimals)) {
+        return fail(field, "must have at most " + std::to_string(factor_decimals) + " decimals");
+    }
+    // At most 32 digits: stop as soon as the whole part exceeds 1, before any overflow.
+    std::int64_t whole_value = 0;
+    for (char c : whole) {
+        whole_value = whole_value * 10 + (c - '0');
+        if (whole_value > 1) {
+            return fail(field, "must not be above 1");
+        }
+    }
+    std::int64_t frac_value = 0;
+    for (char c : frac) {
+        frac_value = frac_value * 10 + (c - '0');
+    }
+    for (std::size_t i = frac.size(); i < static_cast<std::size_t>(factor_decimals); ++i) {
+        frac_value *= 10;
+    }
+    const std::int64_t units = whole_value * factor_units + frac_value;
+    if (units > factor_units) {
+        return fail(field, "must not be above 1");
+    }
+    return units;
+}
+
+parsed<result_outcome> parse_outcome(const json& item, std::size_t index) {
+    const std::string where = "outcomes[" + std::to_string(index) + "]";
+    if (!item.is_object()) {
+        return input_error{where + ": must be an object"};
+    }
+    if (auto unknown = refuse_unknown_fields(
+            item, {"selection_id", "result", "void_factor", "dead_heat_factor"})) {
+        return input_error{where + ": " + unknown->message};
+    }
+    result_outcome o;
+    auto id = positive_id(item, "selection_id");
+    if (!id) {
+        return input_error{where + "." + id.error().message};
+    }
+    o.selection_id = *id;
+    const auto result = item.find("result");
+    if (result == item.end() || result->is_null()) {
+        return input_error{where + ".result: is required"};
+    }
+    if (!result->is_string() || (*result != "win" && *result != "lose")) {
+        return input_error{where + ".result: must be \"win\" or \"lose\""};
+    }
+    o.win = *result == "win";
+    auto void_units = factor(item, "void_factor", where + ".void_factor", 0);
+    if (!void_units) {
+        return void_units.error();
+    }
+    o.void_factor_units = *void_units;
+    auto dead_heat_units =
+        factor(item, "dead_heat_factor", where + ".dead_heat_factor", factor_units);
+    if (!dead_heat_units) {
+        return dead_heat_units.error();
+    }
+    if (*dead_heat_units == 0) {
+        return input_error{where + ".dead_heat_factor: must be above 0"};
+    }
+    if (!o.win && *dead_heat_units != factor_units) {
+        // A dead heat shares a win; on a losing selection it would mean nothing, and a producer
+        // sending one has probably swapped "win" and "lose".
+        return input_error{where +
+                           ".dead_heat_factor: must be 1 (or absent) when the result is \"lose\""};
+    }
+    o.dead_heat_factor_units = *dead_heat_units;
+    return o;
+}
+
+// Reads the result's outcomes: 1..outcomes_per_result_max, distinct selection ids, returned
+// sorted by selection_id so that a resend listing them in another order is the same event.
+parsed<std::vector<result_outcome>> parse_outcomes(const json& message) {
+    const auto outcomes = message.find("outcomes");
+    if (outcomes == message.end() || outcomes->is_null()) {
+        return fail("outcomes", "is required");
+    }
+    if (!outcomes->is_array()) {
+        return fail("outcomes", "must be an array");
+    }
+    if (outcomes->empty()) {
+        return fail("outcomes", "must not be empty");
+    }
+    if (outcomes->size() > outcomes_per_result_max) {
+        return fail("outcomes",
+                    "has more than " + std::to_string(outcomes_per_result_max) + " entries");
+    }
+    std::vector<result_outcome> out;
+    out.reserve(outcomes->size());
+    std::set<std::int64_t> seen;
+    for (std::size_t i = 0; i < outcomes->size(); ++i) {
+        auto o = parse_outcome((*outcomes)[i], i);
+        if (!o) {
+            return o.error();
+        }
+        if (!seen.insert(o->selection_id).second) {
+            return input_error{"outcomes[" + std::to_string(i) + "].selection_id: " +
+                               std::to_string(o->selection_id) + " appears twice"};
+        }
+        out.push_back(*o);
+    }
+    std::sort(out.begin(), out.end(), [](const result_outcome& a, const result_outcome& b) {
+        return a.selection_id < b.selection_id;
+    });
+    return out;
+}
+
+parsed<std::int32_t> sequence_number(const json& message) {
+    const auto it = message.find("seq");
+    if (it == message.end() || it->is_null()) {
+        return fail("seq", "is required");
+    }
+    const std::string what = "must be an integer from 1 to " + std::to_string(seq_max);
+    if (it->is_number_unsigned()) {
+        const auto v = it->get<std::uint64_t>();
+        if (v < 1 || v > static_cast<std::uint64_t>(seq_max)) {
+            return fail("seq", what);
+        }
+        return static_cast<std::int32_t>(v);
+    }
+    if (it->is_number_integer()) {
+        const auto v = it->get<std::int64_t>();
+        if (v < 1 || v > seq_max) {
+            return fail("seq", what);
+        }
+        return static_cast<std::int32_t>(v);
+    }
+    return fail("seq", what);
+}
+
 }  // namespace
 
 std::string_view to_string(market_status s) noexcept {
@@ -401,6 +580,139 @@ parsed<status_message> parse_status(const json& message) {
     s.market_id = *market_id;
     s.target = *type == "suspend" ? market_status::suspended : market_status::open;
     return s;
+}
+
+std::string_view to_string(result_event_kind k) noexcept {
+    switch (k) {
+        case result_event_kind::result:
+            return "result";
+        case result_event_kind::rollback_result:
+            return "rollback_result";
+        case result_event_kind::cancel:
+            return "cancel";
+        case result_event_kind::rollback_cancel:
+            return "rollback_cancel";
+    }
+    return "unknown";
+}
+
+std::optional<result_event_kind> result_event_kind_from_string(std::string_view text) noexcept {
+    for (auto k : {result_event_kind::result, result_event_kind::rollback_result,
+                   result_event_kind::cancel, result_event_kind::rollback_cancel}) {
+        if (to_string(k) == text) {
+            return k;
+        }
+    }
+    return std::nullopt;
+}
+
+parsed<result_event_message> parse_result_event(const json& message) {
+    if (!message.is_object()) {
+        return input_error{"message must be a JSON object"};
+    }
+    const auto type = message.find("type");
+    const auto kind = type != message.end() && type->is_string()
+                          ? result_event_kind_from_string(type->get_ref<const std::string&>())
+                          : std::nullopt;
+    if (!kind) {
+        return fail("type",
+                    "must be \"result\", \"rollback_result\", \"cancel\" or "
+                    "\"rollback_cancel\"");
+    }
+    const bool is_cancel =
+        *kind == result_event_kind::cancel || *kind == result_event_kind::rollback_cancel;
+    std::optional<input_error> unknown;
+    if (*kind == result_event_kind::result) {
+        unknown = refuse_unknown_fields(message, {"market_id", "seq", "event_key", "outcomes"});
+    } else if (is_cancel) {
+        unknown = refuse_unknown_fields(
+            message, {"market_id", "seq", "event_key", "start_time", "end_time"});
+    } else {
+        unknown = refuse_unknown_fields(message, {"market_id", "seq", "event_key"});
+    }
+    if (unknown) {
+        return *unknown;
+    }
+
+    result_event_message m;
+    m.kind = *kind;
+    auto market_id = positive_id(message, "market_id");
+    if (!market_id) {
+        return market_id.error();
+    }
+    m.market_id = *market_id;
+    auto seq = sequence_number(message);
+    if (!seq) {
+        return seq.error();
+    }
+    m.seq = *seq;
+    auto event_key = bounded_string(message, "event_key", event_key_bytes_max);
+    if (!event_key) {
+        return event_key.error();
+    }
+    if (event_key->find('\0') != std::string::npos) {
+        // libpq sends text parameters as C strings: a NUL would silently cut the key short, and
+        // two different keys could then meet as one.
+        return fail("event_key", "must not contain a NUL character");
+    }
+    m.event_key = std::move(*event_key);
+
+    if (*kind == result_event_kind::result) {
+        auto outcomes = parse_outcomes(message);
+        if (!outcomes) {
+            return outcomes.error();
+        }
+        m.outcomes = std::move(*outcomes);
+    } else if (is_cancel) {
+        for (auto [field, target] :
+             {std::pair{"start_time", &m.start_time}, std::pair{"end_time", &m.end_time}}) {
+            if (has(message, field)) {
+                auto v = optional_timestamp(message, field);
+                if (!v) {
+                    return v.error();
+                }
+                *target = std::move(*v);
+            }
+        }
+        // Both parsed above, so the instants are there; compared as instants, not as text.
+        if (m.start_time && m.end_time &&
+            parse_timestamp_us(message.at("start_time").get_ref<const std::string&>()) >=
+                parse_timestamp_us(message.at("end_time").get_ref<const std::string&>())) {
+            return fail("end_time", "must be after start_time");
+        }
+    }
+    m.payload_json = result_event_payload(m);
+    return m;
+}
+
+std::string result_event_payload(const result_event_message& m) {
+    // nlohmann::json keeps object keys sorted, so the text depends on the values only.
+    json payload = json::object();
+    switch (m.kind) {
+        case result_event_kind::result: {
+            json outcomes = json::array();
+            for (const auto& o : m.outcomes) {
+                outcomes.push_back({{"selection_id", o.selection_id},
+                                    {"win", o.win},
+                                    {"void_factor", o.void_factor_units},
+                                    {"dead_heat_factor", o.dead_heat_factor_units}});
+            }
+            payload["outcomes"] = std::move(outcomes);
+            break;
+        }
+        case result_event_kind::cancel:
+        case result_event_kind::rollback_cancel:
+            if (m.start_time) {
+                payload["start_time"] = *m.start_time;
+            }
+            if (m.end_time) {
+                payload["end_time"] = *m.end_time;
+            }
+            break;
+        case result_event_kind::rollback_result:
+            break;
+    }
+    return payload.dump();
 }
 
 parsed<account_request> parse_account_request(const json& body) {

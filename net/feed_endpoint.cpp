@@ -1,6 +1,7 @@
 #include "fulltime/net/feed_endpoint.hpp"
 
 #include "db/catalog_statements.hpp"
+#include "db/result_statements.hpp"
 #include "fulltime/config/config.hpp"
 #include "fulltime/core/feed_protocol.hpp"
 #include "fulltime/core/log.hpp"
@@ -11,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include <array>
+#include <exception>
 #include <memory>
 #include <variant>
 
@@ -21,7 +23,14 @@ using nlohmann::json;
 
 namespace {
 
-constexpr std::array<std::string_view, 4> feed_types = {"market", "odds", "suspend", "resume"};
+// The catalog messages, then the result events (feed::result_event_kind's words).
+constexpr std::array<std::string_view, 8> feed_types = {
+    "market",          "odds",   "suspend",        "resume", "result",
+    "rollback_result", "cancel", "rollback_cancel"};
+
+// Stored with a result event when a token names no producer (a producer token always names one;
+// this keeps the schema's non-empty CHECK from turning a surprise into a failed intake).
+constexpr std::string_view producer_fallback = "feed";
 
 /// Names how one feed message ended, as the metric's `outcome` label.
 enum class feed_outcome { ack = 0, invalid, refused, busy, error };
@@ -31,6 +40,7 @@ constexpr std::array<std::string_view, 5> feed_outcomes = {"ack", "invalid", "re
 struct feed_state {
     const config* cfg = nullptr;
     db::pools* pools = nullptr;
+    result_event_hook on_result_event;
     // [type][outcome], registered once at startup.
     std::array<std::array<metrics::counter*, feed_outcomes.size()>, feed_types.size()> counters{};
 
@@ -77,17 +87,104 @@ unsigned http_status_of(db::catalog_status s) {
     return 500;
 }
 
+unsigned http_status_of(db::result_event_status s) {
+    switch (s) {
+        case db::result_event_status::stored:
+        case db::result_event_status::duplicate:
+            return 200;
+        case db::result_event_status::unknown_market:
+        case db::result_event_status::unknown_selection:
+            return 404;
+        case db::result_event_status::conflict:
+            return 409;
+    }
+    return 500;
+}
+
+// Returns the ack's first fields: type, then the client's id when it sent one.
+json ack_for(const json& message) {
+    json ack = json{{"type", "ack"}};
+    if (auto id = message.find("id"); id != message.end() && !id->is_null()) {
+        ack["id"] = *id;
+    }
+    return ack;
+}
+
 // Turns a database failure into a busy or unavailable answer. Details stay in the log.
 feed_answer failed(const db::failure& f, std::string_view type) {
     if (f.code == db::errc::lock_timeout || f.code == db::errc::pool_timeout ||
         f.code == db::errc::pool_queue_full || f.retryable()) {
-        return refused(503, "busy", "the catalog is busy; retry the message");
+        return refused(503, "busy",
+                       feed::result_event_kind_from_string(type)
+                           ? "the result feed is busy; resend the message unchanged"
+                           : "the catalog is busy; retry the message");
     }
     log::error("feed: " + std::string(type) + " failed: " + db::describe(f));
     return refused(503, "unavailable", "the database is unavailable; retry the message");
 }
 
-asio::awaitable<feed_answer> apply(std::shared_ptr<feed_state> st, std::string type, json message) {
+// Stores one result event and answers it; the hook runs after the commit, before the ack.
+asio::awaitable<feed_answer> apply_result_event(std::shared_ptr<feed_state> st, std::string type,
+                                                json message, std::string producer) {
+    auto parsed = feed::parse_result_event(message);
+    if (!parsed) {
+        co_return refused(400, "invalid_request", parsed.error().message);
+    }
+    const std::int64_t market_id = parsed->market_id;
+    const std::int32_t seq = parsed->seq;
+    const std::string event_key = parsed->event_key;
+    if (producer.empty()) {
+        producer = std::string(producer_fallback);
+    }
+
+    auto conn = co_await st->pools->background->acquire();
+    if (!conn) {
+        co_return failed(conn.error(), type);
+    }
+    // The same timeouts as the catalog: the intake may wait briefly on a catalog message's
+    // market lock (the suspension) or on a concurrent insert of the same key.
+    const db::transaction_options options{st->cfg->placement.lock_timeout_ms,
+                                          st->cfg->database.statement_timeout_ms};
+    auto done = co_await db::record_result_event(**conn, std::move(*parsed), std::move(producer),
+                                                 options, st->cfg->placement.lock_retries_max);
+    if (!done) {
+        co_return failed(done.error(), type);
+    }
+    const bool duplicate = done->status == db::result_event_status::duplicate;
+    if (done->status != db::result_event_status::stored && !duplicate) {
+        co_return refused(http_status_of(done->status), db::to_string(done->status),
+                          std::move(done->message));
+    }
+    if (st->on_result_event) {
+        try {
+            st->on_result_event(market_id);
+        } catch (const std::exception& e) {
+            // The event is durable and the market's actor is started again by any later event or
+            // resend: the producer still gets its ack.
+            log::error("feed: the result-event hook for market " + std::to_string(market_id) +
+                       " threw: " + e.what());
+        } catch (...) {
+            log::error("feed: the result-event hook for market " + std::to_string(market_id) +
+                       " threw");
+        }
+    }
+    feed_answer a;
+    a.ok = true;
+    a.ack = ack_for(message);
+    a.ack["market_id"] = market_id;
+    a.ack["seq"] = seq;
+    a.ack["event_key"] = event_key;
+    a.ack["duplicate"] = duplicate;
+    co_return a;
+}
+
+asio::awaitable<feed_answer> apply(std::shared_ptr<feed_state> st, std::string type, json message,
+                                   std::string producer) {
+    if (feed::result_event_kind_from_string(type)) {
+        auto answer = co_await apply_result_event(std::move(st), std::move(type),
+                                                  std::move(message), std::move(producer));
+        co_return answer;
+    }
     std::variant<feed::market_message, feed::odds_message, feed::status_message> parsed;
     if (type == "market") {
         auto m = feed::parse_market(message);
@@ -139,10 +236,7 @@ asio::awaitable<feed_answer> apply(std::shared_ptr<feed_state> st, std::string t
     }
     feed_answer a;
     a.ok = true;
-    a.ack = json{{"type", "ack"}};
-    if (auto id = message.find("id"); id != message.end() && !id->is_null()) {
-        a.ack["id"] = *id;
-    }
+    a.ack = ack_for(message);
     a.ack["market_id"] = market_id;
     if (type == "market") {
         a.ack["created"] = done->created;
@@ -166,12 +260,13 @@ feed_outcome outcome_of(const feed_answer& a) {
     return feed_outcome::refused;
 }
 
-asio::awaitable<json> handle_ws(std::shared_ptr<feed_state> st, std::string type, json message) {
+asio::awaitable<json> handle_ws(std::shared_ptr<feed_state> st, std::string type, json message,
+                                std::string producer) {
     json id = nullptr;
     if (auto it = message.find("id"); it != message.end()) {
         id = *it;
     }
-    auto answer = co_await apply(st, type, std::move(message));
+    auto answer = co_await apply(st, type, std::move(message), std::move(producer));
     st->count(type, outcome_of(answer));
     if (answer.ok) {
         co_return std::move(answer.ack);
@@ -190,7 +285,8 @@ asio::awaitable<http_response> handle_http(std::shared_ptr<feed_state> st,
                              (*error)["message"].get<std::string>());
     }
     auto& message = std::get<detail::inbound_message>(parsed);
-    auto answer = co_await apply(st, message.type, std::move(message.body));
+    std::string producer = request.claims ? request.claims->producer : std::string();
+    auto answer = co_await apply(st, message.type, std::move(message.body), std::move(producer));
     st->count(message.type, outcome_of(answer));
     if (!answer.ok) {
         co_return json_error(answer.http_status, answer.code, answer.message);
@@ -203,10 +299,12 @@ asio::awaitable<http_response> handle_http(std::shared_ptr<feed_state> st,
 
 }  // namespace
 
-feed_endpoint make_feed_endpoint(const config& cfg, db::pools& pools, metrics::registry& registry) {
+feed_endpoint make_feed_endpoint(const config& cfg, db::pools& pools, metrics::registry& registry,
+                                 result_event_hook on_result_event) {
     auto st = std::make_shared<feed_state>();
     st->cfg = &cfg;
     st->pools = &pools;
+    st->on_result_event = std::move(on_result_event);
     for (std::size_t t = 0; t < feed_types.size(); ++t) {
         for (std::size_t o = 0; o < feed_outcomes.size(); ++o) {
             st->counters[t][o] = &registry.make_counter(
@@ -219,9 +317,10 @@ feed_endpoint make_feed_endpoint(const config& cfg, db::pools& pools, metrics::r
 
     feed_endpoint out;
     for (auto type : feed_types) {
-        out.handlers[std::string(type)] = [st, type = std::string(type)](const request_context&,
-                                                                         json message) {
-            return handle_ws(st, type, std::move(message));
+        out.handlers[std::string(type)] = [st, type = std::string(type)](
+                                              const request_context& context, json message) {
+            // The producer's name goes by value, like every coroutine parameter (CP.51).
+            return handle_ws(st, type, std::move(message), context.claims.producer);
         };
     }
     // parse_message refuses types without a handler; the HTTP path checks against the same map.

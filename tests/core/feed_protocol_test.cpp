@@ -3,7 +3,9 @@
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
 
+#include <cstdint>
 #include <string>
+#include <utility>
 
 namespace {
 
@@ -338,4 +340,378 @@ TEST_CASE("path ids are plain positive decimals") {
     CHECK_FALSE(feed::parse_path_id("-1"));
     CHECK_FALSE(feed::parse_path_id("+1"));
     CHECK_FALSE(feed::parse_path_id("1a"));
+}
+
+// --- Result events -------------------------------------------------------------------------------
+
+namespace {
+
+json valid_result() {
+    return json::parse(R"({"type":"result","id":"r1","market_id":100,"seq":1,"event_key":"ev-1",
+        "outcomes":[{"selection_id":1001,"result":"win"},
+                    {"selection_id":1002,"result":"lose"}]})");
+}
+
+json valid_cancel(const std::string& type = "cancel") {
+    return json{{"type", type}, {"market_id", 100}, {"seq", 2}, {"event_key", "ev-2"}};
+}
+
+std::string result_refusal(const std::string& field, const json& value) {
+    json m = valid_result();
+    m[field] = value;
+    return refusal(feed::parse_result_event(m));
+}
+
+// Returns the refusal of a result whose first outcome has `field` set to `value`.
+std::string outcome_refusal(const std::string& field, const json& value) {
+    json m = valid_result();
+    m["outcomes"][0][field] = value;
+    return refusal(feed::parse_result_event(m));
+}
+
+// Returns the void factor, in 1/10000, that a winning outcome with `text` parses to.
+std::int64_t void_units(const std::string& text) {
+    json m = valid_result();
+    m["outcomes"][0]["void_factor"] = text;
+    const auto r = feed::parse_result_event(m);
+    REQUIRE_MESSAGE(r.has_value(), text << ": " << r.error().message);
+    return r->outcomes[0].void_factor_units;
+}
+
+std::int64_t dead_heat_units(const std::string& text) {
+    json m = valid_result();
+    m["outcomes"][0]["dead_heat_factor"] = text;
+    const auto r = feed::parse_result_event(m);
+    REQUIRE_MESSAGE(r.has_value(), text << ": " << r.error().message);
+    return r->outcomes[0].dead_heat_factor_units;
+}
+
+}  // namespace
+
+TEST_CASE("a valid result parses with default factors and a normalised payload") {
+    const auto r = feed::parse_result_event(valid_result());
+    REQUIRE(r.has_value());
+    CHECK(r->kind == feed::result_event_kind::result);
+    CHECK(r->market_id == 100);
+    CHECK(r->seq == 1);
+    CHECK(r->event_key == "ev-1");
+    REQUIRE(r->outcomes.size() == 2);
+    CHECK(r->outcomes[0].selection_id == 1001);
+    CHECK(r->outcomes[0].win);
+    CHECK(r->outcomes[0].void_factor_units == 0);
+    CHECK(r->outcomes[0].dead_heat_factor_units == 10000);
+    CHECK_FALSE(r->outcomes[1].win);
+    CHECK_FALSE(r->start_time.has_value());
+    CHECK_FALSE(r->end_time.has_value());
+    // Every key always written, integers in 1/10000, win as a boolean.
+    CHECK(
+        r->payload_json ==
+        R"({"outcomes":[{"dead_heat_factor":10000,"selection_id":1001,"void_factor":0,"win":true},)"
+        R"({"dead_heat_factor":10000,"selection_id":1002,"void_factor":0,"win":false}]})");
+    CHECK(feed::result_event_payload(*r) == r->payload_json);
+}
+
+TEST_CASE("a result carries its factors in ten-thousandths") {
+    json m = valid_result();
+    m["outcomes"][0]["void_factor"] = "0.5";
+    m["outcomes"][0]["dead_heat_factor"] = "0.3333";
+    m["outcomes"][1]["void_factor"] = "0.25";
+    m["outcomes"][1]["dead_heat_factor"] = "1";
+    const auto r = feed::parse_result_event(m);
+    REQUIRE(r.has_value());
+    CHECK(r->outcomes[0].void_factor_units == 5000);
+    CHECK(r->outcomes[0].dead_heat_factor_units == 3333);
+    CHECK(r->outcomes[1].void_factor_units == 2500);
+    CHECK(r->outcomes[1].dead_heat_factor_units == 10000);
+    CHECK(
+        r->payload_json ==
+        R"({"outcomes":[{"dead_heat_factor":3333,"selection_id":1001,"void_factor":5000,"win":true},)"
+        R"({"dead_heat_factor":10000,"selection_id":1002,"void_factor":2500,"win":false}]})");
+    // Explicit nulls read as absent.
+    m["outcomes"][0]["void_factor"] = nullptr;
+    m["outcomes"][0]["dead_heat_factor"] = nullptr;
+    const auto n = feed::parse_result_event(m);
+    REQUIRE(n.has_value());
+    CHECK(n->outcomes[0].void_factor_units == 0);
+    CHECK(n->outcomes[0].dead_heat_factor_units == 10000);
+}
+
+TEST_CASE("factor strings parse exactly with at most four decimals") {
+    CHECK(void_units("0") == 0);
+    CHECK(void_units("0.0") == 0);
+    CHECK(void_units("0.0000") == 0);
+    CHECK(void_units("0.5") == 5000);
+    CHECK(void_units("0.50") == 5000);
+    CHECK(void_units("0.5000") == 5000);
+    CHECK(void_units("0.0001") == 1);
+    CHECK(void_units("0.9999") == 9999);
+    CHECK(void_units("1") == 10000);
+    CHECK(void_units("1.0") == 10000);
+    CHECK(void_units("1.0000") == 10000);
+    CHECK(void_units("01") == 10000);
+    CHECK(dead_heat_units("0.0001") == 1);
+    CHECK(dead_heat_units("0.3333") == 3333);
+    CHECK(dead_heat_units("0.50") == 5000);
+    CHECK(dead_heat_units("1") == 10000);
+    CHECK(dead_heat_units("1.00") == 10000);
+
+    const std::string v = "outcomes[0].void_factor: ";
+    CHECK(outcome_refusal("void_factor", "1.00001") == v + "must have at most 4 decimals");
+    CHECK(outcome_refusal("void_factor", "0.50000") == v + "must have at most 4 decimals");
+    CHECK(outcome_refusal("void_factor", "-0.1") == v + "must not be negative");
+    CHECK(outcome_refusal("void_factor", "-0") == v + "must not be negative");
+    CHECK(outcome_refusal("void_factor", "1.0001") == v + "must not be above 1");
+    CHECK(outcome_refusal("void_factor", "2") == v + "must not be above 1");
+    CHECK(outcome_refusal("void_factor", "99999999999999999999") == v + "must not be above 1");
+    CHECK(outcome_refusal("void_factor", "0000000000000000000000000000000001") ==
+          v + "is longer than 32 characters");
+    for (const char* bad :
+         {"", ".5", "0.", "0,5", "1e-1", " 0.5", "0.5 ", "+0.5", "0.5.1", "half", "--1", "0x1"}) {
+        CAPTURE(bad);
+        CHECK(outcome_refusal("void_factor", bad) ==
+              v + "must be a decimal from 0 to 1 such as \"0.5\"");
+    }
+    // Numbers are refused: factors travel as strings like money and odds.
+    for (const json& number : {json(0.5), json(1), json(0), json(true), json::array()}) {
+        CAPTURE(number.dump());
+        CHECK(outcome_refusal("void_factor", number) ==
+              v + "must be a decimal string such as \"0.5\", not a JSON number or other value");
+    }
+    CHECK(outcome_refusal("dead_heat_factor", 0.5) ==
+          "outcomes[0].dead_heat_factor: must be a decimal string such as \"0.5\", not a JSON "
+          "number or other value");
+}
+
+TEST_CASE("a dead-heat factor is above zero and only on a winning outcome") {
+    CHECK(outcome_refusal("dead_heat_factor", "0") ==
+          "outcomes[0].dead_heat_factor: must be above 0");
+    CHECK(outcome_refusal("dead_heat_factor", "0.0000") ==
+          "outcomes[0].dead_heat_factor: must be above 0");
+    CHECK(outcome_refusal("dead_heat_factor", "1.5") ==
+          "outcomes[0].dead_heat_factor: must not be above 1");
+    CHECK(outcome_refusal("dead_heat_factor", "-0.5") ==
+          "outcomes[0].dead_heat_factor: must not be negative");
+    json m = valid_result();
+    m["outcomes"][1]["dead_heat_factor"] = "0.5";
+    CHECK(refusal(feed::parse_result_event(m)) ==
+          "outcomes[1].dead_heat_factor: must be 1 (or absent) when the result is \"lose\"");
+    // A losing outcome may still name the neutral factor, and a void share.
+    m["outcomes"][1]["dead_heat_factor"] = "1.00";
+    m["outcomes"][1]["void_factor"] = "1";
+    const auto r = feed::parse_result_event(m);
+    REQUIRE(r.has_value());
+    CHECK(r->outcomes[1].void_factor_units == 10000);
+}
+
+TEST_CASE("result outcomes are checked one by one") {
+    CHECK(result_refusal("outcomes", nullptr) == "outcomes: is required");
+    json m = valid_result();
+    m.erase("outcomes");
+    CHECK(refusal(feed::parse_result_event(m)) == "outcomes: is required");
+    CHECK(result_refusal("outcomes", json::array()) == "outcomes: must not be empty");
+    CHECK(result_refusal("outcomes", json::object()) == "outcomes: must be an array");
+    CHECK(result_refusal("outcomes", "win") == "outcomes: must be an array");
+    CHECK(result_refusal("outcomes", json::array({1})) == "outcomes[0]: must be an object");
+
+    json many = json::array();
+    for (int i = 1; i <= 257; ++i) {
+        many.push_back({{"selection_id", i}, {"result", "lose"}});
+    }
+    CHECK(result_refusal("outcomes", many) == "outcomes: has more than 256 entries");
+    many.erase(many.size() - 1);
+    m = valid_result();
+    m["outcomes"] = many;
+    CHECK(feed::parse_result_event(m).has_value());
+
+    m = valid_result();
+    m["outcomes"][1]["selection_id"] = 1001;
+    CHECK(refusal(feed::parse_result_event(m)) == "outcomes[1].selection_id: 1001 appears twice");
+    m = valid_result();
+    m["outcomes"][0].erase("selection_id");
+    CHECK(refusal(feed::parse_result_event(m)) == "outcomes[0].selection_id: is required");
+    CHECK(outcome_refusal("selection_id", 0) ==
+          "outcomes[0].selection_id: must be a positive integer");
+    CHECK(outcome_refusal("selection_id", "1001") ==
+          "outcomes[0].selection_id: must be a positive integer");
+    CHECK(outcome_refusal("selection_id", 1001.0) ==
+          "outcomes[0].selection_id: must be a positive integer");
+
+    m = valid_result();
+    m["outcomes"][0].erase("result");
+    CHECK(refusal(feed::parse_result_event(m)) == "outcomes[0].result: is required");
+    CHECK(outcome_refusal("result", nullptr) == "outcomes[0].result: is required");
+    for (const json& bad : {json("won"), json("WIN"), json("void"), json(true), json(1)}) {
+        CAPTURE(bad.dump());
+        CHECK(outcome_refusal("result", bad) == "outcomes[0].result: must be \"win\" or \"lose\"");
+    }
+    CHECK(outcome_refusal("odds", "2.50") == "outcomes[0]: unknown field \"odds\"");
+}
+
+TEST_CASE("result outcomes are sorted by selection id so a reordered resend is the same event") {
+    json m = valid_result();
+    m["outcomes"] = json::parse(R"([{"selection_id":3003,"result":"lose"},
+        {"selection_id":1001,"result":"win","dead_heat_factor":"0.5"},
+        {"selection_id":2002,"result":"win","void_factor":"0.25"}])");
+    const auto r = feed::parse_result_event(m);
+    REQUIRE(r.has_value());
+    REQUIRE(r->outcomes.size() == 3);
+    CHECK(r->outcomes[0].selection_id == 1001);
+    CHECK(r->outcomes[0].dead_heat_factor_units == 5000);
+    CHECK(r->outcomes[1].selection_id == 2002);
+    CHECK(r->outcomes[1].void_factor_units == 2500);
+    CHECK(r->outcomes[2].selection_id == 3003);
+
+    json reordered = m;
+    std::swap(reordered["outcomes"][0], reordered["outcomes"][2]);
+    reordered["id"] = "another request id";
+    const auto again = feed::parse_result_event(reordered);
+    REQUIRE(again.has_value());
+    CHECK(again->payload_json == r->payload_json);
+    // Writing a default explicitly is the same event as leaving it out.
+    json explicit_defaults = m;
+    explicit_defaults["outcomes"][0]["void_factor"] = "0";
+    explicit_defaults["outcomes"][2]["dead_heat_factor"] = "1.0";
+    CHECK(feed::parse_result_event(explicit_defaults)->payload_json == r->payload_json);
+    // A different factor is a different payload.
+    json changed = m;
+    changed["outcomes"][2]["void_factor"] = "0.2500";
+    CHECK(feed::parse_result_event(changed)->payload_json == r->payload_json);
+    changed["outcomes"][2]["void_factor"] = "0.2501";
+    CHECK(feed::parse_result_event(changed)->payload_json != r->payload_json);
+}
+
+TEST_CASE("result event common fields market_id seq and event_key are checked") {
+    json m = valid_result();
+    m.erase("market_id");
+    CHECK(refusal(feed::parse_result_event(m)) == "market_id: is required");
+    CHECK(result_refusal("market_id", 0) == "market_id: must be a positive integer");
+    CHECK(result_refusal("market_id", "100") == "market_id: must be a positive integer");
+    CHECK(result_refusal("market_id", 1.5) == "market_id: must be a positive integer");
+    CHECK(contains(result_refusal("market_id", 9223372036854775808ULL), "too large"));
+
+    const std::string seq_rule = "seq: must be an integer from 1 to 2147483647";
+    m = valid_result();
+    m.erase("seq");
+    CHECK(refusal(feed::parse_result_event(m)) == "seq: is required");
+    CHECK(result_refusal("seq", nullptr) == "seq: is required");
+    CHECK(result_refusal("seq", 0) == seq_rule);
+    CHECK(result_refusal("seq", -1) == seq_rule);
+    CHECK(result_refusal("seq", 2147483648LL) == seq_rule);
+    CHECK(result_refusal("seq", 18446744073709551615ULL) == seq_rule);
+    CHECK(result_refusal("seq", 1.0) == seq_rule);
+    CHECK(result_refusal("seq", "1") == seq_rule);
+    m = valid_result();
+    m["seq"] = 2147483647;
+    REQUIRE(feed::parse_result_event(m).has_value());
+    CHECK(feed::parse_result_event(m)->seq == 2147483647);
+
+    m = valid_result();
+    m.erase("event_key");
+    CHECK(refusal(feed::parse_result_event(m)) == "event_key: is required");
+    CHECK(result_refusal("event_key", "") == "event_key: must not be empty");
+    CHECK(result_refusal("event_key", 7) == "event_key: must be a string");
+    CHECK(result_refusal("event_key", std::string(256, 'k')) ==
+          "event_key: is longer than 255 bytes");
+    CHECK(result_refusal("event_key", std::string("a\0b", 3)) ==
+          "event_key: must not contain a NUL character");
+    m = valid_result();
+    m["event_key"] = std::string(255, 'k');
+    CHECK(feed::parse_result_event(m).has_value());
+
+    CHECK(result_refusal("start_time", "2025-05-01T18:30:00Z") == "unknown field \"start_time\"");
+    CHECK(result_refusal("outcome", json::array()) == "unknown field \"outcome\"");
+    m = valid_result();
+    m["type"] = "settle";
+    CHECK(refusal(feed::parse_result_event(m)) ==
+          "type: must be \"result\", \"rollback_result\", \"cancel\" or \"rollback_cancel\"");
+    CHECK(refusal(feed::parse_result_event(json::array())) == "message must be a JSON object");
+}
+
+TEST_CASE("rollback_result carries only the common fields and an empty payload") {
+    json m{{"type", "rollback_result"},
+           {"id", 5},
+           {"market_id", 100},
+           {"seq", 3},
+           {"event_key", "ev-3"}};
+    const auto r = feed::parse_result_event(m);
+    REQUIRE(r.has_value());
+    CHECK(r->kind == feed::result_event_kind::rollback_result);
+    CHECK(r->seq == 3);
+    CHECK(r->outcomes.empty());
+    CHECK(r->payload_json == "{}");
+    m["outcomes"] = valid_result()["outcomes"];
+    CHECK(refusal(feed::parse_result_event(m)) == "unknown field \"outcomes\"");
+    m.erase("outcomes");
+    m["end_time"] = "2025-05-01T18:30:00Z";
+    CHECK(refusal(feed::parse_result_event(m)) == "unknown field \"end_time\"");
+}
+
+TEST_CASE("cancel and rollback_cancel take an optional normalised window") {
+    for (const std::string type : {"cancel", "rollback_cancel"}) {
+        CAPTURE(type);
+        json m = valid_cancel(type);
+        auto r = feed::parse_result_event(m);
+        REQUIRE(r.has_value());
+        CHECK(r->kind == (type == "cancel" ? feed::result_event_kind::cancel
+                                           : feed::result_event_kind::rollback_cancel));
+        CHECK(r->payload_json == "{}");
+
+        m["start_time"] = "2025-05-01T20:30:00+02:00";
+        r = feed::parse_result_event(m);
+        REQUIRE(r.has_value());
+        CHECK(r->start_time == "2025-05-01T18:30:00.000000Z");
+        CHECK_FALSE(r->end_time.has_value());
+        CHECK(r->payload_json == R"({"start_time":"2025-05-01T18:30:00.000000Z"})");
+
+        m["end_time"] = "2025-05-01T19:00:00.5Z";
+        r = feed::parse_result_event(m);
+        REQUIRE(r.has_value());
+        CHECK(r->payload_json == R"({"end_time":"2025-05-01T19:00:00.500000Z",)"
+                                 R"("start_time":"2025-05-01T18:30:00.000000Z"})");
+
+        m.erase("start_time");
+        r = feed::parse_result_event(m);
+        REQUIRE(r.has_value());
+        CHECK(r->payload_json == R"({"end_time":"2025-05-01T19:00:00.500000Z"})");
+        // Explicit nulls read as absent.
+        m["start_time"] = nullptr;
+        m["end_time"] = nullptr;
+        CHECK(feed::parse_result_event(m)->payload_json == "{}");
+    }
+}
+
+TEST_CASE("a cancel window is two zoned date-times in order") {
+    json m = valid_cancel();
+    m["start_time"] = "2025-05-01T18:30:00";
+    CHECK(refusal(feed::parse_result_event(m)) ==
+          "start_time: must be an ISO 8601 date-time with a zone, such as "
+          "\"2025-05-01T18:30:00Z\"");
+    m["start_time"] = 1746124200;
+    CHECK(refusal(feed::parse_result_event(m)) ==
+          "start_time: must be an ISO 8601 date-time string such as \"2025-05-01T18:30:00Z\"");
+    m.erase("start_time");
+    m["end_time"] = "2025-02-30T18:30:00Z";
+    CHECK(contains(refusal(feed::parse_result_event(m)), "end_time: must be an ISO 8601"));
+
+    // Equal instants written in two zones: an empty window is refused.
+    m["start_time"] = "2025-05-01T20:30:00+02:00";
+    m["end_time"] = "2025-05-01T18:30:00Z";
+    CHECK(refusal(feed::parse_result_event(m)) == "end_time: must be after start_time");
+    m["end_time"] = "2025-05-01T18:00:00Z";
+    CHECK(refusal(feed::parse_result_event(m)) == "end_time: must be after start_time");
+    m["end_time"] = "2025-05-01T18:30:00.000001Z";
+    CHECK(feed::parse_result_event(m).has_value());
+
+    m = valid_cancel();
+    m["outcomes"] = json::array();
+    CHECK(refusal(feed::parse_result_event(m)) == "unknown field \"outcomes\"");
+}
+
+TEST_CASE("result event kinds round-trip") {
+    for (auto k : {feed::result_event_kind::result, feed::result_event_kind::rollback_result,
+                   feed::result_event_kind::cancel, feed::result_event_kind::rollback_cancel}) {
+        CHECK(feed::result_event_kind_from_string(feed::to_string(k)) == k);
+    }
+    CHECK_FALSE(feed::result_event_kind_from_string("market").has_value());
+    CHECK_FALSE(feed::result_event_kind_from_string("").has_value());
 }

@@ -1,9 +1,9 @@
 #pragma once
-/// Parsing and validation of the catalog messages of the result feed (`market`, `odds`,
-/// `suspend`, `resume`; DESIGN.md "Result-feed producers") and of the operator API's bodies
-/// (create account, deposit, withdrawal). Pure functions: no database, no sockets, so every rule
-/// is unit-tested on its own. Result events (`result`, `cancel`, their rollbacks) come later and
-/// get their own message structs next to these.
+/// Parsing and validation of the messages of the result feed (DESIGN.md "Result-feed
+/// producers"): the catalog messages (`market`, `odds`, `suspend`, `resume`) and the result
+/// events (`result`, `rollback_result`, `cancel`, `rollback_cancel`), and of the operator API's
+/// bodies (create account, deposit, withdrawal). Pure functions: no database, no sockets, so
+/// every rule is unit-tested on its own.
 ///
 /// Every refusal carries one English sentence naming the field and what is wrong with it, fit
 /// for a client; the wire code is always `invalid_request`.
@@ -91,6 +91,62 @@ parsed<odds_message> parse_odds(const nlohmann::json& message);
 
 /// Validates a `suspend` or `resume` message; the target status follows its `type`.
 parsed<status_message> parse_status(const nlohmann::json& message);
+
+/// Most outcomes one `result` message may carry.
+inline constexpr std::size_t outcomes_per_result_max = 256;
+/// Longest producer event key, in bytes (the schema's CHECK on result_events.event_key).
+inline constexpr std::size_t event_key_bytes_max = 255;
+/// Largest `seq` (result_events.seq is a PostgreSQL integer).
+inline constexpr std::int64_t seq_max = 2'147'483'647;
+/// Units of one whole void or dead-heat factor: "0.5" is 5000, "1" is 10000. The settlement SQL
+/// reads factors in these units.
+inline constexpr std::int64_t factor_units = 10'000;
+
+/// Names the kind of a result event; the wire `type` and result_events.kind use the same words.
+enum class result_event_kind { result = 1, rollback_result, cancel, rollback_cancel };
+
+/// Returns "result", "rollback_result", "cancel" or "rollback_cancel".
+std::string_view to_string(result_event_kind k) noexcept;
+
+/// Returns the kind named by `text` (a message `type`), or nullopt.
+std::optional<result_event_kind> result_event_kind_from_string(std::string_view text) noexcept;
+
+/// Holds one selection's outcome of a `result` message.
+struct result_outcome {
+    std::int64_t selection_id = 0;
+    bool win = false;                                    ///< "result":"win" (else "lose")
+    std::int64_t void_factor_units = 0;                  ///< 0..factor_units; default 0
+    std::int64_t dead_heat_factor_units = factor_units;  ///< 1..factor_units; default 1
+};
+
+/// Holds a validated result event. `payload_json` is what result_events.payload stores and
+/// what duplicates are compared on, so it is a deterministic function of the other fields.
+struct result_event_message {
+    std::int64_t market_id = 0;
+    std::int32_t seq = 0;   ///< 1..seq_max
+    std::string event_key;  ///< 1..event_key_bytes_max bytes, no NUL
+    result_event_kind kind = result_event_kind::result;
+    /// `result` only: 1..outcomes_per_result_max, distinct ids, sorted by selection_id.
+    std::vector<result_outcome> outcomes;
+    /// `cancel` and `rollback_cancel` only, each optional: the window [start_time, end_time) of
+    /// placement times, normalised like market_message::settle_deadline_at.
+    std::optional<std::string> start_time;
+    std::optional<std::string> end_time;
+    /// The normalised payload (result_event_payload of the fields above).
+    std::string payload_json;
+};
+
+/// Validates a `result`, `rollback_result`, `cancel` or `rollback_cancel` message (the whole
+/// JSON object, `type` and `id` included); the kind follows its `type`. Refuses unknown fields.
+/// Sorts a result's outcomes by selection_id and fills payload_json.
+parsed<result_event_message> parse_result_event(const nlohmann::json& message);
+
+/// Returns the normalised payload of `m` as compact JSON: for a result
+/// `{"outcomes":[{"dead_heat_factor":10000,"selection_id":1001,"void_factor":0,"win":true},...]}`
+/// with every key always present and the outcomes in the order of `m.outcomes`; for a cancel or
+/// rollback_cancel `{}`, or `{"end_time":..,"start_time":..}` with the bounds given; for a
+/// rollback_result `{}`. Keys are in sorted order, so equal messages give equal bytes.
+std::string result_event_payload(const result_event_message& m);
 
 /// Holds a validated `POST /v1/accounts` body.
 struct account_request {

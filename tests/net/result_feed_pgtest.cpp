@@ -1,0 +1,608 @@
+// The result-event intake of the feed against the real schema: `result`, `rollback_result`,
+// `cancel` and `rollback_cancel` on the /v1/feed WebSocket and on POST /v1/feed, stored in
+// result_events by fulltime_record_result (db/migrations/0005_settlement.sql) and acknowledged
+// after the commit. The gateway runs in-process on an ephemeral port with real pools on a
+// migrated scratch database, driven by the blocking test client from this thread while the
+// io_context runs on another (the pattern of feed_wallet_pgtest.cpp).
+
+#include "fulltime/config/config.hpp"
+#include "fulltime/core/metrics.hpp"
+#include "fulltime/core/resources.hpp"
+#include "fulltime/core/token.hpp"
+#include "fulltime/db/migrations.hpp"
+#include "fulltime/db/pool.hpp"
+#include "fulltime/net/feed_endpoint.hpp"
+#include "fulltime/net/server.hpp"
+#include "support/http_client.hpp"
+#include "support/pg_support.hpp"
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/use_future.hpp>
+
+#include <doctest/doctest.h>
+#include <libpq-fe.h>
+#include <nlohmann/json.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <mutex>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+namespace {
+
+namespace asio = boost::asio;
+namespace net = fulltime::net;
+namespace token = fulltime::token;
+using fulltime::test::exec_scalar;
+using fulltime::test::http_call;
+using fulltime::test::ws_client;
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+const std::string secret = "result-feed-test-secret";
+
+std::int64_t now_s() {
+    return std::chrono::duration_cast<std::chrono::seconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
+
+fulltime::test::header_list bearer(token::kind k, const std::string& producer = "feed-1") {
+    token::claims c;
+    c.kind = k;
+    c.expires_at_s = now_s() + 3600;
+    if (k == token::kind::account) {
+        c.account_id = 1;
+    } else if (k == token::kind::producer) {
+        c.producer = producer;
+    }
+    return {{"Authorization", "Bearer " + token::sign(c, secret)}};
+}
+
+asio::awaitable<bool> apply_migrations(fulltime::db::pool* pool) {
+    auto conn = co_await pool->acquire();
+    if (!conn) {
+        co_return false;
+    }
+    auto report = co_await fulltime::db::migrate(**conn, fulltime::resources::migrations());
+    co_return report.has_value();
+}
+
+asio::awaitable<void> close_pools(fulltime::db::pools* p) {
+    p->close();
+    co_return;
+}
+
+// Owns a migrated scratch database, pools, the gateway with the feed, the thread running them,
+// and what the result-event hook was told. Members are ordered so that the registry and
+// io_context outlive the sessions destroyed with the io_context.
+class engine {
+public:
+    engine() {
+        cfg_.gateway.host = "127.0.0.1";
+        cfg_.gateway.port = 0;
+        cfg_.gateway.connections_max = 64;
+        cfg_.gateway.frame_bytes_max = 65536;
+        cfg_.gateway.inflight_per_connection_max = 8;
+        cfg_.gateway.handshake_timeout_ms = 2000;
+        cfg_.gateway.idle_timeout_ms = 10000;
+        cfg_.gateway.shutdown_deadline_ms = 2000;
+        cfg_.database.url = db_.url();
+        cfg_.database.connect_timeout_ms = 2000;
+        cfg_.database.statement_timeout_ms = 5000;
+        cfg_.database.query_timeout_ms = 5000;
+        for (auto* p : {&cfg_.database.placement, &cfg_.database.settlement, &cfg_.database.read,
+                        &cfg_.database.background}) {
+            *p = fulltime::pool_settings{4, 256, 5000};
+        }
+        cfg_.placement.lock_timeout_ms = 50;
+        cfg_.placement.lock_retries_max = 3;
+        cfg_.markets.stake_min_minor = 10;
+        cfg_.markets.stake_max_minor = 100000000;
+        cfg_.markets.liability_limit_minor = 1000003;
+        cfg_.markets.exposure_shards = 4;
+
+        pools_ =
+            fulltime::db::pools::make(ioc_.get_executor(), cfg_.database, db_.url(), db_.url());
+        net::services s;
+        s.cfg = &cfg_;
+        s.pools = &pools_;
+        s.metrics = &registry_;
+        s.token_secret = secret;
+        s.migrations = fulltime::resources::migrations();
+        auto feed =
+            net::make_feed_endpoint(cfg_, pools_, registry_, [this](std::int64_t market_id) {
+                {
+                    const std::lock_guard lock(hook_mutex_);
+                    woken_.push_back(market_id);
+                }
+                if (hook_throws_) {
+                    throw std::runtime_error("the settlement service is not there");
+                }
+            });
+        s.feed = std::move(feed.handlers);
+        s.routes = std::move(feed.routes);
+        server_ = std::make_unique<net::server>(ioc_, std::move(s));
+        server_->start();
+        thread_ = std::thread([this] { ioc_.run(); });
+        auto migrated =
+            asio::co_spawn(ioc_, apply_migrations(pools_.background.get()), asio::use_future);
+        REQUIRE(migrated.wait_for(30s) == std::future_status::ready);
+        REQUIRE(migrated.get());
+    }
+
+    ~engine() {
+        auto f = asio::co_spawn(ioc_, server_->shutdown(2000ms), asio::use_future);
+        f.wait_for(5s);
+        asio::co_spawn(ioc_, close_pools(&pools_), asio::use_future).wait_for(5s);
+        work_.reset();
+        ioc_.stop();
+        thread_.join();
+    }
+
+    engine(const engine&) = delete;
+    engine& operator=(const engine&) = delete;
+
+    std::uint16_t port() const { return server_->port(); }
+    const std::string& url() const { return db_.url(); }
+
+    /// Returns the first column of the first row of `sql`, or "" when there is none.
+    std::string scalar(const std::string& sql) const {
+        return exec_scalar(url(), sql).value_or("");
+    }
+
+    std::string metrics() const { return fulltime::test::http_get(port(), "/metrics").body; }
+
+    /// Returns the market ids the hook was called with so far, in order. The hook runs before
+    /// the ack is written, so after a reply arrived its call is here.
+    std::vector<std::int64_t> woken() const {
+        const std::lock_guard lock(hook_mutex_);
+        return woken_;
+    }
+
+    /// Makes the hook throw after recording its call.
+    void make_hook_throw() { hook_throws_ = true; }
+
+    /// Returns result_events as one comparable text: every column a producer's message decides,
+    /// row by row in id order.
+    std::string events() const {
+        return scalar(
+            "SELECT coalesce(string_agg(concat_ws('|', result_event_id, market_id, seq, "
+            "event_key, kind, payload::text, producer), E'\\n' "
+            "ORDER BY result_event_id), '') FROM result_events");
+    }
+
+private:
+    fulltime::test::scratch_database db_;
+    fulltime::metrics::registry registry_;
+    fulltime::config cfg_;
+    asio::io_context ioc_;
+    asio::executor_work_guard<asio::io_context::executor_type> work_ = asio::make_work_guard(ioc_);
+    fulltime::db::pools pools_;
+    std::unique_ptr<net::server> server_;
+    std::thread thread_;
+    mutable std::mutex hook_mutex_;
+    std::vector<std::int64_t> woken_;
+    std::atomic<bool> hook_throws_ = false;
+};
+
+ws_client open_feed(std::uint16_t port, const std::string& producer = "feed-1") {
+    ws_client c(port);
+    const auto r = c.upgrade("/v1/feed", bearer(token::kind::producer, producer));
+    REQUIRE(r.status == 101);
+    return c;
+}
+
+json round_trip(ws_client& c, const json& message) {
+    c.send_text(message.dump());
+    const auto r = c.read();
+    REQUIRE_MESSAGE(r.text.has_value(), "no reply: closed=" << r.closed << " " << r.error);
+    return json::parse(*r.text);
+}
+
+fulltime::test::http_reply post_feed(std::uint16_t port, const json& message,
+                                     const std::string& producer = "feed-1") {
+    return http_call(port, "POST", "/v1/feed", message.dump(),
+                     bearer(token::kind::producer, producer));
+}
+
+// A market with selections <id>1 and <id>2 (1001 and 1002 for market 100).
+json market_message(std::int64_t market_id = 100) {
+    return json{
+        {"type", "market"},
+        {"market_id", market_id},
+        {"event_id", 10},
+        {"name", "Match winner"},
+        {"status", "open"},
+        {"selections",
+         json::array(
+             {{{"selection_id", market_id * 10 + 1}, {"name", "Home"}, {"odds", "2.50"}},
+              {{"selection_id", market_id * 10 + 2}, {"name", "Away"}, {"odds", "3.40"}}})}};
+}
+
+json result_message(std::int64_t market_id = 100, int seq = 1, const std::string& key = "ev-1") {
+    return json{{"type", "result"},
+                {"id", "r-" + key},
+                {"market_id", market_id},
+                {"seq", seq},
+                {"event_key", key},
+                {"outcomes", json::array({{{"selection_id", market_id * 10 + 1},
+                                           {"result", "win"},
+                                           {"dead_heat_factor", "0.5"}},
+                                          {{"selection_id", market_id * 10 + 2},
+                                           {"result", "lose"},
+                                           {"void_factor", "0.25"}}})}};
+}
+
+json ack(const json& id, std::int64_t market_id, int seq, const std::string& key, bool duplicate) {
+    json a{{"type", "ack"},
+           {"market_id", market_id},
+           {"seq", seq},
+           {"event_key", key},
+           {"duplicate", duplicate}};
+    if (!id.is_null()) {
+        a["id"] = id;
+    }
+    return a;
+}
+
+bool contains(const std::string& haystack, const std::string& needle) {
+    return haystack.find(needle) != std::string::npos;
+}
+
+}  // namespace
+
+TEST_CASE("a result over WebSocket is stored once and acknowledged and a resend is a duplicate") {
+    engine e;
+    auto c = open_feed(e.port());
+    REQUIRE(round_trip(c, market_message())["type"] == "ack");
+    REQUIRE(round_trip(c, market_message(200))["type"] == "ack");
+    CHECK(e.woken().empty());
+
+    const json result = result_message();
+    CHECK(round_trip(c, result) == ack("r-ev-1", 100, 1, "ev-1", false));
+    CHECK(e.scalar("SELECT count(*) FROM result_events") == "1");
+    CHECK(e.scalar("SELECT concat_ws('|', market_id, seq, event_key, kind, producer) "
+                   "FROM result_events") == "100|1|ev-1|result|feed-1");
+    // The payload the settlement SQL reads: sorted outcomes, every key, factors in 1/10000.
+    CHECK(e.scalar("SELECT payload = '{\"outcomes\":["
+                   "{\"selection_id\":1001,\"win\":true,\"void_factor\":0,"
+                   "\"dead_heat_factor\":5000},"
+                   "{\"selection_id\":1002,\"win\":false,\"void_factor\":2500,"
+                   "\"dead_heat_factor\":10000}]}'::jsonb FROM result_events") == "t");
+    // A result stops trading on its market at once; the other market stays open.
+    CHECK(e.scalar("SELECT status FROM markets WHERE market_id = 100") == "suspended");
+    CHECK(e.scalar("SELECT status FROM markets WHERE market_id = 200") == "open");
+    CHECK(e.woken() == std::vector<std::int64_t>{100});
+    const std::string stored = e.events();
+
+    // The same message again: acknowledged as a duplicate, nothing written, the market woken.
+    CHECK(round_trip(c, result) == ack("r-ev-1", 100, 1, "ev-1", true));
+    // Reordered outcomes, another request id and explicit defaults are still the same event.
+    json reordered = result;
+    reordered["id"] = 77;
+    std::swap(reordered["outcomes"][0], reordered["outcomes"][1]);
+    reordered["outcomes"][0]["dead_heat_factor"] = "1";
+    reordered["outcomes"][1]["void_factor"] = "0.0";
+    CHECK(round_trip(c, reordered) == ack(77, 100, 1, "ev-1", true));
+    CHECK(e.events() == stored);
+    CHECK(e.woken() == std::vector<std::int64_t>{100, 100, 100});
+
+    // Without an id the ack has none (DESIGN.md's feed messages carry none).
+    json no_id = result;
+    no_id.erase("id");
+    CHECK(round_trip(c, no_id) == ack(nullptr, 100, 1, "ev-1", true));
+
+    // A producer resuming the market after the result reopens it; a duplicate does not suspend
+    // it again (it writes nothing).
+    REQUIRE(round_trip(c, json{{"type", "resume"}, {"market_id", 100}})["type"] == "ack");
+    CHECK(round_trip(c, result)["duplicate"] == true);
+    CHECK(e.scalar("SELECT status FROM markets WHERE market_id = 100") == "open");
+    CHECK(e.events() == stored);
+    CHECK(
+        contains(e.metrics(), "fulltime_feed_messages_total{type=\"result\",outcome=\"ack\"} 5\n"));
+}
+
+TEST_CASE("result events that clash with a stored event are refused as conflicts") {
+    engine e;
+    auto c = open_feed(e.port());
+    REQUIRE(round_trip(c, market_message())["type"] == "ack");
+    REQUIRE(round_trip(c, result_message())["duplicate"] == false);
+    const std::string stored = e.events();
+    const auto woken = e.woken();
+
+    // The same event_key with another payload.
+    json changed = result_message();
+    changed["outcomes"][0]["dead_heat_factor"] = "0.3333";
+    json r = round_trip(c, changed);
+    CHECK(r["type"] == "error");
+    CHECK(r["id"] == "r-ev-1");
+    CHECK(r["code"] == "conflict");
+    CHECK(contains(r["message"], "event_key \"ev-1\""));
+    CHECK(contains(r["message"], "event_key ev-1 is market 100 seq 1 (result)"));
+    // The same event_key as another kind.
+    r = round_trip(
+        c,
+        json{{"type", "rollback_result"}, {"market_id", 100}, {"seq", 1}, {"event_key", "ev-1"}});
+    CHECK(r["code"] == "conflict");
+    // The same event_key under another seq.
+    r = round_trip(c, result_message(100, 2, "ev-1"));
+    CHECK(r["code"] == "conflict");
+    CHECK(contains(r["message"], "is market 100 seq 1"));
+    // The same (market_id, seq) under another event_key, even with the same outcomes.
+    r = round_trip(c, result_message(100, 1, "ev-other"));
+    CHECK(r["code"] == "conflict");
+    CHECK(contains(r["message"], "event_key ev-1 is market 100 seq 1 (result)"));
+    // The same event_key for another market.
+    REQUIRE(round_trip(c, market_message(200))["type"] == "ack");
+    json elsewhere = result_message(200, 1, "ev-1");
+    r = round_trip(c, elsewhere);
+    CHECK(r["code"] == "conflict");
+    CHECK(e.scalar("SELECT status FROM markets WHERE market_id = 200") == "open");
+
+    CHECK(e.events() == stored);
+    CHECK(e.woken() == woken);
+    CHECK(contains(e.metrics(),
+                   "fulltime_feed_messages_total{type=\"result\",outcome=\"refused\"} 4\n"));
+    CHECK(contains(e.metrics(),
+                   "fulltime_feed_messages_total{type=\"rollback_result\",outcome=\"refused\"} "
+                   "1\n"));
+}
+
+TEST_CASE("result events for unknown markets or selections and invalid ones write nothing") {
+    engine e;
+    auto c = open_feed(e.port());
+    REQUIRE(round_trip(c, market_message())["type"] == "ack");
+    REQUIRE(round_trip(c, market_message(200))["type"] == "ack");
+
+    json r = round_trip(c, result_message(999, 1, "ev-x"));
+    CHECK(r == json{{"type", "error"},
+                    {"id", "r-ev-x"},
+                    {"code", "unknown_market"},
+                    {"message", "market 999 does not exist"}});
+    r = round_trip(c, json{{"type", "cancel"}, {"market_id", 999}, {"seq", 1}, {"event_key", "c"}});
+    CHECK(r["code"] == "unknown_market");
+    // A selection of another market, and one that does not exist at all.
+    json foreign = result_message();
+    foreign["outcomes"][1]["selection_id"] = 2001;
+    r = round_trip(c, foreign);
+    CHECK(r["code"] == "unknown_selection");
+    CHECK(r["message"] == "selection 2001 is not a selection of market 100");
+    foreign["outcomes"][1]["selection_id"] = 5;
+    CHECK(round_trip(c, foreign)["message"] == "selection 5 is not a selection of market 100");
+
+    // Invalid messages never reach the database.
+    json number = result_message();
+    number["outcomes"][0]["void_factor"] = 0.5;
+    r = round_trip(c, number);
+    CHECK(r["code"] == "invalid_request");
+    CHECK(r["message"] ==
+          "outcomes[0].void_factor: must be a decimal string such as \"0.5\", not "
+          "a JSON number or other value");
+    json zero_seq = result_message();
+    zero_seq["seq"] = 0;
+    CHECK(round_trip(c, zero_seq)["message"] == "seq: must be an integer from 1 to 2147483647");
+    json extra = result_message();
+    extra["winner"] = 1001;
+    CHECK(round_trip(c, extra)["message"] == "unknown field \"winner\"");
+    CHECK(round_trip(c, json{{"type", "cancel"},
+                             {"market_id", 100},
+                             {"seq", 1},
+                             {"event_key", "c"},
+                             {"start_time", "2025-05-01T19:00:00Z"},
+                             {"end_time", "2025-05-01T18:00:00Z"}})["message"] ==
+          "end_time: must be after start_time");
+
+    CHECK(e.scalar("SELECT count(*) FROM result_events") == "0");
+    CHECK(e.scalar("SELECT string_agg(status, ',' ORDER BY market_id) FROM markets") ==
+          "open,open");
+    CHECK(e.woken().empty());
+    // The market is still usable for a valid event.
+    CHECK(round_trip(c, result_message())["duplicate"] == false);
+    CHECK(contains(e.metrics(),
+                   "fulltime_feed_messages_total{type=\"result\",outcome=\"invalid\"} 3\n"));
+    CHECK(contains(e.metrics(),
+                   "fulltime_feed_messages_total{type=\"cancel\",outcome=\"invalid\"} 1\n"));
+}
+
+TEST_CASE("cancel and rollback events store their normalised window") {
+    engine e;
+    auto c = open_feed(e.port());
+    REQUIRE(round_trip(c, market_message())["type"] == "ack");
+
+    // A cancel without a window voids every bet of the market; it suspends the market.
+    CHECK(round_trip(c, json{{"type", "cancel"},
+                             {"id", "c1"},
+                             {"market_id", 100},
+                             {"seq", 1},
+                             {"event_key", "cancel-1"}}) == ack("c1", 100, 1, "cancel-1", false));
+    CHECK(e.scalar("SELECT payload::text FROM result_events WHERE event_key = 'cancel-1'") == "{}");
+    CHECK(e.scalar("SELECT status FROM markets WHERE market_id = 100") == "suspended");
+
+    // A rollback_cancel with a window given in another zone: stored in UTC, microseconds.
+    REQUIRE(round_trip(c, json{{"type", "resume"}, {"market_id", 100}})["type"] == "ack");
+    const json rollback{{"type", "rollback_cancel"},
+                        {"market_id", 100},
+                        {"seq", 2},
+                        {"event_key", "uncancel-1"},
+                        {"start_time", "2025-05-01T20:30:00+02:00"},
+                        {"end_time", "2025-05-01T19:00:00.5Z"}};
+    CHECK(round_trip(c, rollback) == ack(nullptr, 100, 2, "uncancel-1", false));
+    CHECK(e.scalar("SELECT payload = '{\"start_time\":\"2025-05-01T18:30:00.000000Z\","
+                   "\"end_time\":\"2025-05-01T19:00:00.500000Z\"}'::jsonb "
+                   "FROM result_events WHERE event_key = 'uncancel-1'") == "t");
+    CHECK(e.scalar("SELECT (payload->>'start_time')::timestamptz = '2025-05-01T18:30:00Z' "
+                   "FROM result_events WHERE event_key = 'uncancel-1'") == "t");
+    // A rollback does not stop trading.
+    CHECK(e.scalar("SELECT status FROM markets WHERE market_id = 100") == "open");
+    // The same instants written in another zone are the same event.
+    json same = rollback;
+    same["start_time"] = "2025-05-01T18:30:00Z";
+    same["end_time"] = "2025-05-01T21:00:00.500+02:00";
+    CHECK(round_trip(c, same)["duplicate"] == true);
+    // A window with one bound differs from the whole market.
+    json half{{"type", "cancel"},
+              {"market_id", 100},
+              {"seq", 3},
+              {"event_key", "cancel-2"},
+              {"end_time", "2025-05-01T19:00:00Z"}};
+    CHECK(round_trip(c, half)["duplicate"] == false);
+    CHECK(e.scalar("SELECT payload = '{\"end_time\":\"2025-05-01T19:00:00.000000Z\"}'::jsonb "
+                   "FROM result_events WHERE event_key = 'cancel-2'") == "t");
+    half.erase("end_time");
+    CHECK(round_trip(c, half)["code"] == "conflict");
+
+    CHECK(round_trip(c, json{{"type", "rollback_result"},
+                             {"market_id", 100},
+                             {"seq", 4},
+                             {"event_key", "unresult-1"}}) ==
+          ack(nullptr, 100, 4, "unresult-1", false));
+    CHECK(e.scalar("SELECT string_agg(seq || ':' || kind, ',' ORDER BY seq) FROM result_events") ==
+          "1:cancel,2:rollback_cancel,3:cancel,4:rollback_result");
+    CHECK(e.scalar("SELECT count(*) FROM settlement_progress WHERE market_id = 100") == "1");
+    CHECK(e.woken() == std::vector<std::int64_t>{100, 100, 100, 100, 100});
+}
+
+TEST_CASE("POST /v1/feed takes result events with HTTP statuses") {
+    engine e;
+    REQUIRE(post_feed(e.port(), market_message()).status == 200);
+
+    // The producer named in the token is stored with the event.
+    auto r = post_feed(e.port(), result_message(), "scores-eu");
+    CHECK(r.status == 200);
+    CHECK(json::parse(r.body) == ack("r-ev-1", 100, 1, "ev-1", false));
+    CHECK(e.scalar("SELECT producer FROM result_events") == "scores-eu");
+    CHECK(e.scalar("SELECT status FROM markets WHERE market_id = 100") == "suspended");
+    const std::string stored = e.events();
+
+    // A resend from another producer is still the same event: the first producer stays.
+    r = post_feed(e.port(), result_message());
+    CHECK(r.status == 200);
+    CHECK(json::parse(r.body) == ack("r-ev-1", 100, 1, "ev-1", true));
+
+    json changed = result_message();
+    changed["outcomes"][0]["result"] = "lose";
+    changed["outcomes"][0].erase("dead_heat_factor");
+    r = post_feed(e.port(), changed);
+    CHECK(r.status == 409);
+    CHECK(json::parse(r.body)["error"] == "conflict");
+    CHECK(contains(json::parse(r.body)["message"], "event_key ev-1 is market 100 seq 1"));
+    r = post_feed(e.port(), result_message(100, 1, "ev-2"));
+    CHECK(r.status == 409);
+    CHECK(json::parse(r.body)["error"] == "conflict");
+
+    r = post_feed(e.port(), result_message(404, 1, "ev-3"));
+    CHECK(r.status == 404);
+    CHECK(json::parse(r.body) ==
+          json{{"error", "unknown_market"}, {"message", "market 404 does not exist"}});
+    json foreign = result_message(100, 2, "ev-4");
+    foreign["outcomes"][0]["selection_id"] = 9;
+    r = post_feed(e.port(), foreign);
+    CHECK(r.status == 404);
+    CHECK(json::parse(r.body)["error"] == "unknown_selection");
+
+    json bad = result_message(100, 2, "ev-5");
+    bad["outcomes"][1]["dead_heat_factor"] = "0.5";
+    r = post_feed(e.port(), bad);
+    CHECK(r.status == 400);
+    CHECK(
+        json::parse(r.body) ==
+        json{{"error", "invalid_request"},
+             {"message",
+              "outcomes[1].dead_heat_factor: must be 1 (or absent) when the result is \"lose\""}});
+    r = http_call(e.port(), "POST", "/v1/feed", R"({"type":"result",)",
+                  bearer(token::kind::producer));
+    CHECK(r.status == 400);
+    CHECK(json::parse(r.body)["error"] == "invalid_json");
+    // Only a producer token is accepted.
+    CHECK(http_call(e.port(), "POST", "/v1/feed", result_message(100, 2, "ev-6").dump(),
+                    bearer(token::kind::admin))
+              .status == 401);
+    CHECK(http_call(e.port(), "POST", "/v1/feed", result_message(100, 2, "ev-6").dump()).status ==
+          401);
+
+    CHECK(e.events() == stored);
+    CHECK(e.woken() == std::vector<std::int64_t>{100, 100});
+
+    // A cancel by POST, with its window.
+    r = post_feed(e.port(), json{{"type", "cancel"},
+                                 {"market_id", 100},
+                                 {"seq", 2},
+                                 {"event_key", "cancel-1"},
+                                 {"start_time", "2025-05-01T18:30:00Z"}});
+    CHECK(r.status == 200);
+    CHECK(json::parse(r.body) == ack(nullptr, 100, 2, "cancel-1", false));
+    CHECK(e.scalar("SELECT payload->>'start_time' FROM result_events WHERE seq = 2") ==
+          "2025-05-01T18:30:00.000000Z");
+    CHECK(contains(e.metrics(),
+                   "fulltime_feed_messages_total{type=\"result\",outcome=\"refused\"} 4\n"));
+    CHECK(
+        contains(e.metrics(), "fulltime_feed_messages_total{type=\"cancel\",outcome=\"ack\"} 1\n"));
+}
+
+TEST_CASE("concurrent sends of one result event store it once") {
+    engine e;
+    REQUIRE(post_feed(e.port(), market_message()).status == 200);
+    constexpr int requests = 12;
+    std::vector<std::future<fulltime::test::http_reply>> replies;
+    for (int i = 0; i < requests; ++i) {
+        replies.push_back(
+            std::async(std::launch::async, [&] { return post_feed(e.port(), result_message()); }));
+    }
+    int fresh = 0;
+    int duplicates = 0;
+    for (auto& f : replies) {
+        const auto r = f.get();
+        REQUIRE_MESSAGE(r.status == 200, r.status << " " << r.body);
+        (json::parse(r.body)["duplicate"] == true ? duplicates : fresh) += 1;
+    }
+    CHECK(fresh == 1);
+    CHECK(duplicates == requests - 1);
+    CHECK(e.scalar("SELECT count(*) FROM result_events") == "1");
+    CHECK(e.woken().size() == static_cast<std::size_t>(requests));
+}
+
+TEST_CASE("a result waiting on a locked market row answers busy and writes nothing") {
+    engine e;
+    REQUIRE(post_feed(e.port(), market_message()).status == 200);
+    std::unique_ptr<PGconn, decltype(&PQfinish)> holder(PQconnectdb(e.url().c_str()), &PQfinish);
+    REQUIRE(PQstatus(holder.get()) == CONNECTION_OK);
+    // As a catalog message holds it: the intake's suspension waits for this lock.
+    PQclear(PQexec(holder.get(), "BEGIN"));
+    PQclear(PQexec(holder.get(), "SELECT 1 FROM markets WHERE market_id = 100 FOR NO KEY UPDATE"));
+
+    auto r = post_feed(e.port(), result_message());
+    CHECK(r.status == 503);
+    CHECK(json::parse(r.body)["error"] == "busy");
+    {
+        auto c = open_feed(e.port());
+        json reply = round_trip(c, result_message());
+        CHECK(reply["code"] == "busy");
+    }
+    PQclear(PQexec(holder.get(), "ROLLBACK"));
+    CHECK(e.scalar("SELECT count(*) FROM result_events") == "0");
+    CHECK(e.woken().empty());
+    CHECK(contains(e.metrics(),
+                   "fulltime_feed_messages_total{type=\"result\",outcome=\"busy\"} 2\n"));
+
+    // Retried after the lock is gone, the same message is stored.
+    r = post_feed(e.port(), result_message());
+    CHECK(r.status == 200);
+    CHECK(json::parse(r.body)["duplicate"] == false);
+}
+
+TEST_CASE("a throwing result-event hook does not cost the producer its ack") {
+    engine e;
+    e.make_hook_throw();
+    auto c = open_feed(e.port());
+    REQUIRE(round_trip(c, market_message())["type"] == "ack");
+    CHECK(round_trip(c, result_message()) == ack("r-ev-1", 100, 1, "ev-1", false));
+    CHECK(round_trip(c, result_message()) == ack("r-ev-1", 100, 1, "ev-1", true));
+    CHECK(e.woken() == std::vector<std::int64_t>{100, 100});
+    CHECK(e.scalar("SELECT count(*) FROM result_events") == "1");
+}
