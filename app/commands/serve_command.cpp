@@ -17,10 +17,10 @@
 #include "fulltime/net/server.hpp"
 #include "fulltime/net/settlement_pushes.hpp"
 
+#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/use_future.hpp>
@@ -75,9 +75,9 @@ int serve_command(const config& cfg) {
     // on a two-core machine the other core belongs to PostgreSQL and the actors.
     boost::asio::io_context ioc{1};
     {
-        auto migrated = boost::asio::co_spawn(
-            ioc, apply_migrations(ioc.get_executor(), target.conninfo, cfg),
-            boost::asio::use_future);
+        auto migrated =
+            boost::asio::co_spawn(ioc, apply_migrations(ioc.get_executor(), target.conninfo, cfg),
+                                  boost::asio::use_future);
         ioc.run();
         ioc.restart();
         const auto report = migrated.get();
@@ -107,7 +107,10 @@ int serve_command(const config& cfg) {
     services.token_secret = secret;
     services.migrations = resources::migrations();
     net::add_bets_handlers(services.bets, {&placement, &placement_metrics, pools.read.get()});
-    auto feed = net::make_feed_endpoint(cfg, pools, registry);
+    // A stored result event wakes its market's settlement actor at once (the periodic scan is
+    // the safety net).
+    auto feed = net::make_feed_endpoint(
+        cfg, pools, registry, [&settlement](std::int64_t market) { settlement.notify(market); });
     services.feed = std::move(feed.handlers);
     services.routes = std::move(feed.routes);
     std::ranges::move(net::make_operator_routes(cfg, pools, registry),
@@ -118,12 +121,12 @@ int serve_command(const config& cfg) {
     log::info("listening on http://" + cfg.gateway.host + ":" + std::to_string(gateway.port()));
 
     auto pushes_stop = std::make_shared<bool>(false);
-    boost::asio::co_spawn(ioc,
-                          net::run_settlement_pushes(
-                              *pools.background, gateway.connections(), registry,
-                              std::chrono::milliseconds(cfg.settlement.push_interval_ms),
-                              pushes_stop),
-                          boost::asio::detached);
+    boost::asio::co_spawn(
+        ioc,
+        net::run_settlement_pushes(*pools.background, gateway.connections(), registry,
+                                   std::chrono::milliseconds(cfg.settlement.push_interval_ms),
+                                   pushes_stop),
+        boost::asio::detached);
 
     boost::asio::signal_set signals(ioc, SIGINT, SIGTERM);
     boost::asio::co_spawn(ioc,

@@ -1,0 +1,197 @@
+"""End-to-end settlement over the public protocol, with clients that are not our code: results
+sent on the feed (WebSocket and POST), duplicates acknowledged and ignored, bet_settled pushed to
+a connected bettor, and the engine killed (SIGKILL) in the middle of settling a large market,
+then restarted: settlement completes and every bet is settled exactly once. Money invariants
+after each scenario."""
+
+import asyncio
+import json
+import signal
+import time
+import unittest
+
+import psycopg
+import websockets.client
+
+from harness import Engine, engine_env, run_cli
+from money import assert_money_invariants
+from test_foundation import drop_database, scratch_database
+
+MARKET = {"type": "market", "market_id": 100, "event_id": 10, "name": "Final: winner",
+          "status": "open",
+          "selections": [{"selection_id": 1001, "name": "Home", "odds": "2.50"},
+                         {"selection_id": 1002, "name": "Away", "odds": "3.10"}]}
+HOME_WINS = {"type": "result", "market_id": 100, "seq": 1, "event_key": "final-r1",
+             "outcomes": [{"selection_id": 1001, "result": "win"},
+                          {"selection_id": 1002, "result": "lose"}]}
+
+
+class SettlementTest(unittest.TestCase):
+    def setUp(self):
+        self.db_name, self.db_url = scratch_database()
+        self.env = engine_env({"FULLTIME_DATABASE_URL": self.db_url,
+                               "FULLTIME_SETTLEMENT_BATCH_SIZE": "200",
+                               "FULLTIME_SETTLEMENT_POLL_INTERVAL_MS": "200"})
+        self.admin = self.token("admin")
+        self.producer = self.token("producer", "feed-1")
+
+    def tearDown(self):
+        drop_database(self.db_name)
+
+    def token(self, *args):
+        code, out, err = run_cli(["token", *args], self.env)
+        self.assertEqual(code, 0, err)
+        return out.strip()
+
+    def sql(self, query, *args):
+        with psycopg.connect(self.db_url, autocommit=True) as conn:
+            return conn.execute(query, args).fetchall()
+
+    def prepare(self, engine, accounts):
+        status, body = engine.post_json("/v1/feed", MARKET, self.producer)
+        self.assertEqual(status, 200, body)
+        for a in accounts:
+            status, body = engine.post_json("/v1/accounts", {"account_id": a, "currency": "EUR"},
+                                            self.admin)
+            self.assertIn(status, (200, 201), body)
+            status, body = engine.post_json(f"/v1/accounts/{a}/deposits",
+                                            {"amount": "1000.00", "key": f"dep-{a}"}, self.admin)
+            self.assertIn(status, (200, 201), body)
+
+    def applied_seq(self):
+        rows = self.sql("SELECT applied_seq, checkpoint_bet_id FROM settlement_progress "
+                        "WHERE market_id = 100")
+        return rows[0] if rows else (0, 0)
+
+    def wait_applied(self, seq, timeout_s=60):
+        until = time.monotonic() + timeout_s
+        while time.monotonic() < until:
+            if self.applied_seq()[0] >= seq:
+                return True
+            time.sleep(0.05)
+        return False
+
+    def test_results_on_the_feed_duplicates_and_pushes(self):
+        engine = Engine(self.env)
+        try:
+            engine.wait_ready()
+            self.prepare(engine, [42])
+            bettor = self.token("account", "42")
+
+            async def scenario():
+                bets_url = engine.ws_url("/v1/bets") + "?token=" + bettor
+                feed_url = engine.ws_url("/v1/feed") + "?token=" + self.producer
+                async with websockets.client.connect(bets_url) as ws, \
+                        websockets.client.connect(feed_url) as feed:
+                    async def ask(sock, message):
+                        await sock.send(json.dumps(message))
+                        return json.loads(await asyncio.wait_for(sock.recv(), 10))
+
+                    home = await ask(ws, {"type": "place", "id": "p1", "idempotency_key": "h",
+                                          "selection_id": 1001, "stake": "10.00",
+                                          "odds": "2.50"})
+                    away = await ask(ws, {"type": "place", "id": "p2", "idempotency_key": "a",
+                                          "selection_id": 1002, "stake": "20.00",
+                                          "odds": "3.10"})
+                    self.assertEqual((home["type"], away["type"]), ("placed", "placed"))
+
+                    ack = await ask(feed, {**HOME_WINS, "id": "f1"})
+                    self.assertEqual((ack["type"], ack["duplicate"]), ("ack", False), ack)
+                    again = await ask(feed, {**HOME_WINS, "id": "f2"})
+                    self.assertEqual((again["type"], again["duplicate"]), ("ack", True), again)
+
+                    pushed = {}
+                    while len(pushed) < 2:
+                        m = json.loads(await asyncio.wait_for(ws.recv(), 20))
+                        self.assertEqual(m["type"], "bet_settled", m)
+                        pushed[m["bet_id"]] = m
+                    self.assertEqual(pushed[home["bet"]["bet_id"]]["outcome"], "won")
+                    self.assertEqual(pushed[home["bet"]["bet_id"]]["payout"], "25.00")
+                    self.assertEqual(pushed[away["bet"]["bet_id"]]["outcome"], "lost")
+                    self.assertEqual(pushed[away["bet"]["bet_id"]]["payout"], "0.00")
+                    self.assertEqual(pushed[home["bet"]["bet_id"]]["version"], 1)
+
+                    balance = await ask(ws, {"type": "balance", "id": "b"})
+                    self.assertEqual((balance["available"], balance["reserved"]),
+                                     ("995.00", "0.00"))
+                    settled = await ask(ws, {"type": "bets", "id": "s", "status": "settled",
+                                             "limit": 10})
+                    self.assertEqual(len(settled["bets"]), 2)
+
+                    # The market is suspended by the result; a late bet is refused.
+                    late = await ask(ws, {"type": "place", "id": "p3", "idempotency_key": "l",
+                                          "selection_id": 1001, "stake": "1.00",
+                                          "odds": "2.50"})
+                    self.assertEqual((late["type"], late["code"]),
+                                     ("rejected", "market_suspended"))
+
+                    # A correction (away won) arrives by POST: pushed as version 2.
+                    status, body = engine.post_json("/v1/feed", {
+                        "type": "result", "market_id": 100, "seq": 2, "event_key": "final-r2",
+                        "outcomes": [{"selection_id": 1002, "result": "win"}]}, self.producer)
+                    self.assertEqual(status, 200, body)
+                    pushed = {}
+                    while len(pushed) < 2:
+                        m = json.loads(await asyncio.wait_for(ws.recv(), 20))
+                        pushed[m["bet_id"]] = m
+                    self.assertEqual((pushed[home["bet"]["bet_id"]]["outcome"],
+                                      pushed[home["bet"]["bet_id"]]["version"]), ("lost", 2))
+                    self.assertEqual(pushed[away["bet"]["bet_id"]]["payout"], "62.00")
+
+            asyncio.run(scenario())
+            self.assertTrue(self.wait_applied(2))
+        finally:
+            self.assertEqual(engine.stop(), 0, engine.log())
+        assert_money_invariants(self, self.db_url)
+
+    def test_sigkill_mid_settlement_then_restart_settles_each_bet_once(self):
+        accounts = list(range(1, 201))
+        bets = 10000
+        engine = Engine(self.env)
+        engine.wait_ready()
+        self.prepare(engine, accounts)
+        # Bets placed with the placement's own function (the engine's SQL), 50 per account.
+        self.sql("SELECT count(*) FROM (SELECT (fulltime_place((g %% 200) + 1, 'k' || g, 'fp', "
+                 "CASE WHEN g %% 2 = 0 THEN 1001 ELSE 1002 END, 100, 0, 'any', 1000, 0)).outcome "
+                 "FROM generate_series(0, %s - 1) g) x", bets)
+        self.assertEqual(self.sql("SELECT count(*) FROM bets")[0][0], bets)
+
+        status, body = engine.post_json("/v1/feed", HOME_WINS, self.producer)
+        self.assertEqual(status, 200, body)
+        # Kill once some batches committed and others have not.
+        until = time.monotonic() + 60
+        while time.monotonic() < until:
+            seq, checkpoint = self.applied_seq()
+            if seq == 0 and checkpoint >= 2000:
+                break
+            time.sleep(0.01)
+        engine.stop(signal.SIGKILL)
+        seq, checkpoint = self.applied_seq()
+        self.assertEqual(seq, 0, "settlement finished before the kill: make the market larger")
+        settled_before = self.sql("SELECT count(*) FROM bet_settlements")[0][0]
+        self.assertGreater(settled_before, 0)
+        self.assertLess(settled_before, bets)
+
+        engine = Engine(self.env)
+        try:
+            engine.wait_ready()
+            # The engine's scan finds the unfinished event and resumes after the checkpoint.
+            self.assertTrue(self.wait_applied(1), engine.log())
+            # A duplicate after the fact changes nothing.
+            status, body = engine.post_json("/v1/feed", HOME_WINS, self.producer)
+            self.assertEqual(status, 200, body)
+            self.assertTrue(body["duplicate"], body)
+        finally:
+            self.assertEqual(engine.stop(), 0, engine.log())
+        self.assertEqual(self.sql("SELECT count(*) FROM bet_settlements")[0][0], bets)
+        self.assertEqual(self.sql("SELECT count(DISTINCT bet_id) FROM bet_settlements")[0][0],
+                         bets)
+        self.assertEqual(self.sql("SELECT count(*) FROM bet_settlements WHERE outcome = 'won' "
+                                  "AND payout = 250")[0][0], bets // 2)
+        self.assertEqual(self.sql("SELECT count(*) FROM ledger_transfers WHERE entry_key LIKE "
+                                  "'bet:%%:v1:settle:%%'")[0][0], bets + bets // 2)
+        assert_money_invariants(self, self.db_url)
+
+
+if __name__ == "__main__":
+    unittest.main()
