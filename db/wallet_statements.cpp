@@ -15,10 +15,10 @@ namespace {
 constexpr const char* insert_account_sql =
     "INSERT INTO accounts (account_id, currency) VALUES ($1, $2) "
     "ON CONFLICT (account_id) DO NOTHING "
-    "RETURNING account_id, currency, available, reserved";
+    "RETURNING account_id, currency, available, reserved, owed";
 
 constexpr const char* select_account_sql =
-    "SELECT account_id, currency, available, reserved FROM accounts WHERE account_id = $1";
+    "SELECT account_id, currency, available, reserved, owed FROM accounts WHERE account_id = $1";
 
 // Claims the key and reads the account's currency in one statement. Zero rows: the key was
 // taken (a concurrent claim waits here until its transaction ends) or the account is unknown.
@@ -58,13 +58,15 @@ outcome<account_row> read_account(const result& r) {
     auto currency = r.get<std::string>(0, 1);
     auto available = r.get<std::int64_t>(0, 2);
     auto reserved = r.get<std::int64_t>(0, 3);
-    if (!id || !currency || !available || !reserved) {
+    auto owed = r.get<std::int64_t>(0, 4);
+    if (!id || !currency || !available || !reserved || !owed) {
         return failure{errc::bad_result, {}, "unexpected account row"};
     }
     a.account_id = *id;
     a.currency = std::move(*currency);
     a.available_minor = *available;
     a.reserved_minor = *reserved;
+    a.owed_minor = *owed;
     return a;
 }
 

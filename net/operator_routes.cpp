@@ -66,7 +66,8 @@ json account_json(const db::account_row& a) {
     return json{{"account_id", a.account_id},
                 {"currency", a.currency},
                 {"available", money::format_amount(a.available_minor)},
-                {"reserved", money::format_amount(a.reserved_minor)}};
+                {"reserved", money::format_amount(a.reserved_minor)},
+                {"owed", money::format_amount(a.owed_minor)}};
 }
 
 // Parses a small JSON body; nullopt with the error response when it is not JSON.

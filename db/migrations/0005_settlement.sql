@@ -28,6 +28,31 @@
 --   cancel   refund reserved -> available  S
 --   uncancel refund available -> reserved  S
 
+-- A correction or rollback takes back a payout the bettor may already have staked or withdrawn.
+-- The reversal must still happen (the market cannot stall on one account), and no balance may go
+-- negative: the part of a batch's debit that available cannot cover is advanced by the house and
+-- recorded as the bettor's debt, on a side of its own ('owed': the house's claim on the bettor),
+--   advance:<event>:<account>:<last bet of the batch>  owed -> available  shortfall
+-- and later credits of a settlement batch (winnings, refunds) repay it first,
+--   repay:<event>:<account>:<last bet of the batch>    available -> owed  min(owed, available)
+-- accounts.owed = debits - credits of the account's 'owed' side, never negative.
+ALTER TABLE accounts ADD COLUMN owed bigint NOT NULL DEFAULT 0 CHECK (owed >= 0);
+COMMENT ON COLUMN accounts.owed IS
+    'Minor units the bettor owes the house: reversed winnings that available could not cover '
+    '= debits - credits of side ''owed''. Repaid first from later settlement credits.';
+ALTER TABLE ledger_transfers DROP CONSTRAINT ledger_transfers_debit_side_check;
+ALTER TABLE ledger_transfers DROP CONSTRAINT ledger_transfers_credit_side_check;
+ALTER TABLE ledger_transfers DROP CONSTRAINT ledger_debit_account_matches_side;
+ALTER TABLE ledger_transfers DROP CONSTRAINT ledger_credit_account_matches_side;
+ALTER TABLE ledger_transfers ADD CONSTRAINT ledger_transfers_debit_side_check
+    CHECK (debit_side IN ('available', 'reserved', 'owed', 'house', 'cash'));
+ALTER TABLE ledger_transfers ADD CONSTRAINT ledger_transfers_credit_side_check
+    CHECK (credit_side IN ('available', 'reserved', 'owed', 'house', 'cash'));
+ALTER TABLE ledger_transfers ADD CONSTRAINT ledger_debit_account_matches_side
+    CHECK ((debit_side IN ('available', 'reserved', 'owed')) = (debit_account_id IS NOT NULL));
+ALTER TABLE ledger_transfers ADD CONSTRAINT ledger_credit_account_matches_side
+    CHECK ((credit_side IN ('available', 'reserved', 'owed')) = (credit_account_id IS NOT NULL));
+
 -- Placements that read the market as open before an event's intake committed must finish
 -- before the event is applied, or a late commit could land behind the checkpoint. Set when an
 -- event starts: the first transaction id not yet assigned then.
@@ -36,9 +61,9 @@ ALTER TABLE settlement_progress ADD COLUMN fence_xid xid8;
 -- rollback_cancel settles the restored bets with.
 ALTER TABLE settlement_progress ADD COLUMN effective_result_id bigint;
 COMMENT ON COLUMN settlement_progress.fence_xid IS
-    'pg_snapshot_xmax when the current event started; its batches wait until every older '
-    'transaction has finished (pg_snapshot_xmin >= fence_xid), so no placement that read the '
-    'market open can commit behind the checkpoint.';
+    'pg_snapshot_xmax when the current event started; its batches wait until every transaction '
+    'of this database with an older id has finished (pg_stat_activity.backend_xid), so no '
+    'placement that read the market open can commit behind the checkpoint.';
 COMMENT ON COLUMN settlement_progress.effective_result_id IS
     'The result event in force, re-applied to bets a rollback_cancel restores.';
 
@@ -147,6 +172,10 @@ DECLARE
     v_available  bigint[];
     v_reserved   bigint[];
     v_pushed     integer;
+    v_new_available bigint;
+    v_owed       bigint;
+    v_currency   text;
+    v_move       bigint;
     i            integer;
 BEGIN
     PERFORM set_config('lock_timeout', p_lock_timeout_ms::text || 'ms', true);
@@ -191,7 +220,16 @@ BEGIN
     seq := v_event.seq;
     kind := v_event.kind;
 
-    IF pg_snapshot_xmin(pg_current_snapshot()) < v_progress.fence_xid THEN
+    -- The fence: wait while a transaction of this database that was assigned its id before the
+    -- event started is still running (it may be a placement that read the market open). Only
+    -- this database's transactions count, so a long writer elsewhere on the cluster does not
+    -- hold settlement back. backend_xid is 32 bits: compared modulo 2^32, as PostgreSQL does.
+    IF EXISTS (SELECT 1 FROM pg_stat_activity a
+               WHERE a.datname = current_database() AND a.pid <> pg_backend_pid()
+                 AND a.backend_xid IS NOT NULL
+                 AND ((v_progress.fence_xid::text::numeric % 4294967296)::bigint
+                      - a.backend_xid::text::bigint + 4294967296) % 4294967296
+                     BETWEEN 1 AND 2147483647) THEN
         status := 'fenced';
         RETURN;
     END IF;
@@ -403,12 +441,43 @@ BEGIN
         RETURN;
     END IF;
 
-    -- Last: the balance rows, in ascending account_id, one update per account.
+    -- Last: the balance rows, in ascending account_id, one update per account. The usual case
+    -- is one conditional update; an account whose available cannot cover its debit (a reversed
+    -- payout already spent) gets the shortfall advanced as debt, and an account in debt repays
+    -- it from this batch's credits.
     IF v_accounts IS NOT NULL THEN
         FOR i IN 1 .. array_length(v_accounts, 1) LOOP
             UPDATE accounts a
             SET available = a.available + v_available[i], reserved = a.reserved + v_reserved[i]
-            WHERE a.account_id = v_accounts[i];
+            WHERE a.account_id = v_accounts[i] AND a.available + v_available[i] >= 0
+            RETURNING a.available, a.owed, a.currency INTO v_new_available, v_owed, v_currency;
+            IF NOT FOUND THEN
+                -- Rare: lock the row to read what it holds, then advance the shortfall.
+                SELECT a.available, a.owed, a.currency INTO v_new_available, v_owed, v_currency
+                FROM accounts a WHERE a.account_id = v_accounts[i] FOR NO KEY UPDATE;
+                v_move := -(v_new_available + v_available[i]);
+                INSERT INTO ledger_transfers (entry_key, currency, debit_side, debit_account_id,
+                                              credit_side, credit_account_id, amount,
+                                              result_event_id)
+                VALUES ('advance:' || v_event.result_event_id || ':' || v_accounts[i] || ':' ||
+                        v_last_bet, v_currency, 'owed', v_accounts[i], 'available',
+                        v_accounts[i], v_move, v_event.result_event_id);
+                UPDATE accounts a
+                SET available = 0, reserved = a.reserved + v_reserved[i], owed = a.owed + v_move
+                WHERE a.account_id = v_accounts[i];
+            ELSIF v_owed > 0 AND v_available[i] > 0 AND v_new_available > 0 THEN
+                -- Only this batch's credit repays: other money on the account stays the
+                -- bettor's to use (the operator collects the rest of a debt).
+                v_move := least(v_owed, v_available[i], v_new_available);
+                INSERT INTO ledger_transfers (entry_key, currency, debit_side, debit_account_id,
+                                              credit_side, credit_account_id, amount,
+                                              result_event_id)
+                VALUES ('repay:' || v_event.result_event_id || ':' || v_accounts[i] || ':' ||
+                        v_last_bet, v_currency, 'available', v_accounts[i], 'owed',
+                        v_accounts[i], v_move, v_event.result_event_id);
+                UPDATE accounts a SET available = a.available - v_move, owed = a.owed - v_move
+                WHERE a.account_id = v_accounts[i];
+            END IF;
         END LOOP;
     END IF;
 

@@ -490,3 +490,66 @@ TEST_CASE("a market of 20000 bets settles while placements on other markets go o
     CHECK(e.metrics().bets.value() == static_cast<std::uint64_t>(bets));
     e.check_invariants();
 }
+
+TEST_CASE("taking back winnings already withdrawn records a debt that a later credit repays") {
+    engine e;
+    e.add_market(1, {{11, 30000}, {12, 15000}});
+    e.fund(1, 1, 1000);
+    REQUIRE(e.place(1, "k", 11, 1000) == "placed");
+    const std::string home =
+        R"({"outcomes":[{"selection_id":11,"win":true,"void_factor":0,"dead_heat_factor":10000}]})";
+    const std::string away =
+        R"({"outcomes":[{"selection_id":12,"win":true,"void_factor":0,"dead_heat_factor":10000}]})";
+    REQUIRE(e.record(1, 1, "r1", "result", home) == "stored");
+    REQUIRE(e.wait_applied(1, 1));
+    CHECK(e.available(1) == 3000);
+    // The bettor withdraws the winnings (as the operator API does: a keyed transfer to cash).
+    e.exec(
+        "BEGIN; INSERT INTO ledger_transfers (entry_key, currency, debit_side, "
+        "debit_account_id, credit_side, amount) VALUES ('withdrawal:1:w1', 'EUR', "
+        "'available', 1, 'cash', 3000); UPDATE accounts SET available = available - 3000 "
+        "WHERE account_id = 1; COMMIT;");
+    // Correction: away won. The 30.00 payout comes back from an empty account: advanced as debt.
+    REQUIRE(e.record(1, 2, "r2", "result", away) == "stored");
+    REQUIRE(e.wait_applied(1, 2));
+    CHECK(e.state("k") == "lost 0");
+    CHECK(e.available(1) == 0);
+    CHECK(e.scalar("SELECT owed FROM accounts WHERE account_id = 1") == 3000);
+    e.check_invariants();
+    // Corrected back: home won after all. The new payout repays the debt first.
+    REQUIRE(e.record(1, 3, "r3", "result", home) == "stored");
+    REQUIRE(e.wait_applied(1, 3));
+    CHECK(e.state("k") == "won 3000");
+    CHECK(e.available(1) == 0);
+    CHECK(e.scalar("SELECT owed FROM accounts WHERE account_id = 1") == 0);
+    CHECK(e.scalar("SELECT count(*) FROM ledger_transfers WHERE entry_key LIKE 'advance:%' OR "
+                   "entry_key LIKE 'repay:%'") == 2);
+    e.check_invariants();
+}
+
+TEST_CASE("an event waits for the transactions that were running when it started") {
+    engine e;
+    e.add_market(1, {{11, 20000}});
+    e.fund(1, 1, 10000);
+    REQUIRE(e.place(1, "k", 11, 1000) == "placed");
+    // A writer of this database, running when the event starts (as a placement that read the
+    // market open would be): the event waits for it.
+    std::thread writer([&] {
+        e.exec(
+            "BEGIN; UPDATE events SET name = name WHERE event_id = 1; SELECT pg_sleep(1.2); "
+            "COMMIT;");
+    });
+    std::this_thread::sleep_for(200ms);
+    REQUIRE(
+        e.record(
+            1, 1, "r1", "result",
+            R"({"outcomes":[{"selection_id":11,"win":true,"void_factor":0,"dead_heat_factor":10000}]})") ==
+        "stored");
+    std::this_thread::sleep_for(500ms);
+    CHECK(e.applied(1) == 0);
+    CHECK(e.metrics().steps_fenced.value() > 0);
+    writer.join();
+    REQUIRE(e.wait_applied(1, 1));
+    CHECK(e.state("k") == "won 2000");
+    e.check_invariants();
+}

@@ -21,15 +21,18 @@ def money_violations(conninfo):
                 f"HAVING sum(amount) <> 0"):
             problems.append(f"ledger of {currency} sums to {total}, not 0")
         for row in conn.execute(f"""
-                SELECT a.account_id, a.available, a.reserved,
+                SELECT a.account_id, a.available, a.reserved, a.owed,
                        coalesce(sum(s.amount) FILTER (WHERE s.side = 'available'), 0),
-                       coalesce(sum(s.amount) FILTER (WHERE s.side = 'reserved'), 0)
+                       coalesce(sum(s.amount) FILTER (WHERE s.side = 'reserved'), 0),
+                       -coalesce(sum(s.amount) FILTER (WHERE s.side = 'owed'), 0)
                 FROM accounts a LEFT JOIN ({SIDES}) s ON s.account_id = a.account_id
-                GROUP BY a.account_id, a.available, a.reserved
+                GROUP BY a.account_id, a.available, a.reserved, a.owed
                 HAVING a.available <> coalesce(sum(s.amount) FILTER (WHERE s.side = 'available'), 0)
                     OR a.reserved <> coalesce(sum(s.amount) FILTER (WHERE s.side = 'reserved'), 0)
-                    OR a.available < 0 OR a.reserved < 0"""):
-            problems.append("account %s: balance available=%s reserved=%s, ledger %s / %s" % row)
+                    OR a.owed <> -coalesce(sum(s.amount) FILTER (WHERE s.side = 'owed'), 0)
+                    OR a.available < 0 OR a.reserved < 0 OR a.owed < 0"""):
+            problems.append("account %s: balance available=%s reserved=%s owed=%s, "
+                            "ledger %s / %s / %s" % row)
         for bet_id, n in conn.execute("""
                 SELECT b.bet_id, count(t.transfer_id)
                 FROM bets b LEFT JOIN ledger_transfers t

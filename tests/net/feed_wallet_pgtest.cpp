@@ -547,9 +547,11 @@ TEST_CASE("accounts are created once and read from the primary") {
     engine e;
     auto r = admin_post(e.port(), "/v1/accounts", json{{"account_id", 42}, {"currency", "EUR"}});
     CHECK(r.status == 201);
-    CHECK(
-        json::parse(r.body) ==
-        json{{"account_id", 42}, {"currency", "EUR"}, {"available", "0.00"}, {"reserved", "0.00"}});
+    CHECK(json::parse(r.body) == json{{"account_id", 42},
+                                      {"currency", "EUR"},
+                                      {"available", "0.00"},
+                                      {"reserved", "0.00"},
+                                      {"owed", "0.00"}});
     r = admin_post(e.port(), "/v1/accounts", json{{"account_id", 42}, {"currency", "EUR"}});
     CHECK(r.status == 200);
     CHECK(json::parse(r.body)["account_id"] == 42);
@@ -568,7 +570,8 @@ TEST_CASE("accounts are created once and read from the primary") {
     CHECK(get_account(e.port(), 42) == json{{"account_id", 42},
                                             {"currency", "EUR"},
                                             {"available", "12.34"},
-                                            {"reserved", "0.00"}});
+                                            {"reserved", "0.00"},
+                                            {"owed", "0.00"}});
     r = http_call(e.port(), "GET", "/v1/accounts/77", {}, bearer(token::kind::admin));
     CHECK(r.status == 404);
     CHECK(json::parse(r.body)["error"] == "unknown_account");
