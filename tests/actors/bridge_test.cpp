@@ -1,12 +1,12 @@
 #include "fulltime/actors/bridge.hpp"
 #include "fulltime/actors/runtime.hpp"
 
+#include <doctest/doctest.h>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <caf/all.hpp>
-#include <doctest/doctest.h>
 
 #include <atomic>
 #include <chrono>
@@ -29,11 +29,10 @@ caf::behavior calculator(caf::event_based_actor* self) {
         [self](slow_atom, int x) {
             auto promise = self->make_response_promise<int>();
             self->delayed_send(self, 200ms, caf::atom("deliver"), x);
-            self->become(caf::keep_behavior,
-                         [self, promise](caf::atom_value, int y) mutable {
-                             promise.deliver(y + 1);
-                             self->unbecome();
-                         });
+            self->become(caf::keep_behavior, [self, promise](caf::atom_value, int y) mutable {
+                promise.deliver(y + 1);
+                self->unbecome();
+            });
             return promise;
         },
         [](never_atom) -> caf::result<int> { return caf::delegated<int>(); },

@@ -9,7 +9,6 @@
 #include "fulltime/core/metrics.hpp"
 #include "fulltime/core/resources.hpp"
 #include "fulltime/core/token.hpp"
-#include "fulltime/db/migrations.hpp"
 #include "fulltime/db/pool.hpp"
 #include "fulltime/net/bets_endpoint.hpp"
 #include "fulltime/net/server.hpp"
@@ -42,6 +41,7 @@
 namespace {
 
 namespace asio = boost::asio;
+using fulltime::test::apply_migrations;
 namespace net = fulltime::net;
 namespace token = fulltime::token;
 using fulltime::test::exec_scalar;
@@ -61,15 +61,6 @@ std::string account_token(std::int64_t account_id) {
                          .count() +
                      3600;
     return token::sign(c, secret);
-}
-
-asio::awaitable<bool> apply_migrations(fulltime::db::pool* pool) {
-    auto conn = co_await pool->acquire();
-    if (!conn) {
-        co_return false;
-    }
-    auto report = co_await fulltime::db::migrate(**conn, fulltime::resources::migrations());
-    co_return report.has_value();
 }
 
 asio::awaitable<void> stop_on_loop(fulltime::actors::placement_service* placement,

@@ -9,7 +9,6 @@
 #include "fulltime/config/config.hpp"
 #include "fulltime/core/metrics.hpp"
 #include "fulltime/core/resources.hpp"
-#include "fulltime/db/migrations.hpp"
 #include "fulltime/db/pool.hpp"
 #include "support/invariants.hpp"
 #include "support/pg_support.hpp"
@@ -38,18 +37,10 @@
 namespace {
 
 namespace asio = boost::asio;
+using fulltime::test::apply_migrations;
 using fulltime::test::exec_scalar;
 using namespace std::chrono_literals;
 using steady = std::chrono::steady_clock;
-
-asio::awaitable<bool> apply_migrations(fulltime::db::pool* pool) {
-    auto conn = co_await pool->acquire();
-    if (!conn) {
-        co_return false;
-    }
-    auto report = co_await fulltime::db::migrate(**conn, fulltime::resources::migrations());
-    co_return report.has_value();
-}
 
 asio::awaitable<bool> stop_on_loop(fulltime::actors::settlement_service* settlement,
                                    fulltime::db::pools* pools) {

@@ -7,7 +7,6 @@
 #include "fulltime/core/metrics.hpp"
 #include "fulltime/core/resources.hpp"
 #include "fulltime/core/token.hpp"
-#include "fulltime/db/migrations.hpp"
 #include "fulltime/db/pool.hpp"
 #include "fulltime/net/feed_endpoint.hpp"
 #include "fulltime/net/operator_routes.hpp"
@@ -32,6 +31,7 @@
 namespace {
 
 namespace asio = boost::asio;
+using fulltime::test::apply_migrations;
 namespace net = fulltime::net;
 namespace token = fulltime::token;
 using fulltime::test::exec_scalar;
@@ -62,15 +62,6 @@ std::string sign(token::kind k) {
 
 fulltime::test::header_list bearer(token::kind k) {
     return {{"Authorization", "Bearer " + sign(k)}};
-}
-
-asio::awaitable<bool> apply_migrations(fulltime::db::pool* pool) {
-    auto conn = co_await pool->acquire();
-    if (!conn) {
-        co_return false;
-    }
-    auto report = co_await fulltime::db::migrate(**conn, fulltime::resources::migrations());
-    co_return report.has_value();
 }
 
 asio::awaitable<void> close_pools(fulltime::db::pools* p) {

@@ -9,7 +9,6 @@
 #include "fulltime/core/metrics.hpp"
 #include "fulltime/core/resources.hpp"
 #include "fulltime/core/token.hpp"
-#include "fulltime/db/migrations.hpp"
 #include "fulltime/db/pool.hpp"
 #include "fulltime/net/feed_endpoint.hpp"
 #include "fulltime/net/server.hpp"
@@ -36,6 +35,7 @@
 namespace {
 
 namespace asio = boost::asio;
+using fulltime::test::apply_migrations;
 namespace net = fulltime::net;
 namespace token = fulltime::token;
 using fulltime::test::exec_scalar;
@@ -62,15 +62,6 @@ fulltime::test::header_list bearer(token::kind k, const std::string& producer = 
         c.producer = producer;
     }
     return {{"Authorization", "Bearer " + token::sign(c, secret)}};
-}
-
-asio::awaitable<bool> apply_migrations(fulltime::db::pool* pool) {
-    auto conn = co_await pool->acquire();
-    if (!conn) {
-        co_return false;
-    }
-    auto report = co_await fulltime::db::migrate(**conn, fulltime::resources::migrations());
-    co_return report.has_value();
 }
 
 asio::awaitable<void> close_pools(fulltime::db::pools* p) {

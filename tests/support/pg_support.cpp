@@ -1,14 +1,18 @@
 #include "support/pg_support.hpp"
 
+#include "fulltime/core/resources.hpp"
+#include "fulltime/db/migrations.hpp"
+#include "fulltime/db/pool.hpp"
+
 #include <libpq-fe.h>
 
+#include <unistd.h>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <stdexcept>
-#include <unistd.h>
 
 namespace fulltime::test {
 
@@ -89,6 +93,15 @@ scratch_database::~scratch_database() {
     } catch (const std::exception& e) {
         std::fprintf(stderr, "could not drop %s: %s\n", name_.c_str(), e.what());
     }
+}
+
+boost::asio::awaitable<bool> apply_migrations(db::pool* pool) {
+    auto conn = co_await pool->acquire();
+    if (!conn) {
+        co_return false;
+    }
+    auto report = co_await db::migrate(**conn, resources::migrations());
+    co_return report.has_value();
 }
 
 }  // namespace fulltime::test

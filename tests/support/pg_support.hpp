@@ -10,7 +10,14 @@
 #include <string>
 #include <string_view>
 
+namespace fulltime::db {
+class pool;
+}  // namespace fulltime::db
+
 namespace fulltime::test {
+
+/// Applies the engine's migrations on a connection of `pool`; true when they all applied.
+boost::asio::awaitable<bool> apply_migrations(db::pool* pool);
 
 /// Returns the conninfo of the test server (FULLTIME_TEST_DATABASE_URL). Aborts the test run
 /// with a clear message when it is unset: a pg test must never pass by not running.
