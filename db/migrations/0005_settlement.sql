@@ -245,7 +245,10 @@ BEGIN
     v_from := (v_event.payload->>'start_time')::timestamptz;
     v_to := (v_event.payload->>'end_time')::timestamptz;
 
-    WITH b AS (
+    -- The CTEs are MATERIALIZED: each is computed once per batch (inlined, the plan repeated
+    -- the per-bet lookups in every CASE that reads them), and every lookup below is a per-bet
+    -- index probe, so a batch costs the same at the end of a large market as at its start.
+    WITH b AS MATERIALIZED (
         SELECT bt.bet_id, bt.account_id, bt.selection_id, bt.currency, bt.stake, bt.odds,
                bt.placed_at
         FROM bets bt
@@ -255,12 +258,10 @@ BEGIN
     ),
     -- Each bet's latest effect (settle or cancel), whether it is still in force, and whether
     -- this event already handled the bet (a batch run twice).
-    st AS (
+    st AS MATERIALIZED (
         SELECT b.*, cur.version AS cur_version, cur.kind AS cur_kind, cur.payout AS cur_payout,
                coalesce(cur.in_force, false) AS in_force,
-               EXISTS (SELECT 1 FROM bet_settlements x
-                       WHERE x.result_event_id = v_event.result_event_id
-                         AND x.bet_id = b.bet_id) AS handled,
+               (done.bet_id IS NOT NULL) AS handled,
                (v_event.kind IN ('result', 'rollback_result')
                 OR ((v_from IS NULL OR b.placed_at >= v_from)
                     AND (v_to IS NULL OR b.placed_at < v_to))) AS in_scope
@@ -274,9 +275,15 @@ BEGIN
             WHERE e.bet_id = b.bet_id AND NOT e.reversal
             ORDER BY e.version DESC
             LIMIT 1) cur ON true
+        -- A LATERAL probe with LIMIT, not EXISTS: EXISTS was planned as a hashed subplan over
+        -- every settlement row of the event so far, which grew with each batch.
+        LEFT JOIN LATERAL (
+            SELECT x.bet_id FROM bet_settlements x
+            WHERE x.result_event_id = v_event.result_event_id AND x.bet_id = b.bet_id
+            LIMIT 1) done ON true
     ),
     -- The plan per bet: reverse the effect in force (or not), then a new effect (or none).
-    plan0 AS (
+    plan0 AS MATERIALIZED (
         SELECT st.*,
                CASE
                    WHEN st.handled OR NOT st.in_scope THEN false
@@ -296,7 +303,7 @@ BEGIN
                END AS new_kind
         FROM st
     ),
-    plan AS (
+    plan AS MATERIALIZED (
         SELECT p.*,
                coalesce(p.cur_version, 0) + 1 AS new_version,
                CASE WHEN p.new_kind = 'cancel' THEN 'void'
