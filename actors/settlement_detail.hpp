@@ -33,10 +33,11 @@ enum class step_status { idle = 0, gap, started, fenced, batch, finished, locked
 struct step_result {
     step_status status = step_status::failed;
     std::int32_t seq = 0;
-    std::string kind;          ///< the event's kind, when the step worked on one
-    std::int64_t bets = 0;     ///< bets the batch looked at
-    std::int64_t effects = 0;  ///< settlement rows it wrote
-    std::string error;         ///< why a failed step failed
+    std::string kind;                      ///< the event's kind, when the step worked on one
+    std::int64_t bets = 0;                 ///< bets the batch looked at
+    std::int64_t effects = 0;              ///< settlement rows it wrote
+    std::chrono::microseconds elapsed{0};  ///< the step's transaction, as the engine saw it
+    std::string error;                     ///< why a failed step failed
 };
 
 /// Runs one step of `market_id` on a settlement connection, in one transaction. A lock timeout

@@ -50,6 +50,7 @@ struct shared_settings {
     asio::any_io_executor io;
     std::chrono::milliseconds retry_delay{0};
     std::chrono::milliseconds poll_interval{0};
+    int duty_percent = 100;  ///< share of time a market's steps may run back to back
     settlement_metrics* metrics = nullptr;
 };
 
@@ -163,6 +164,18 @@ caf::behavior market_behavior(market_actor* self, std::int64_t market_id, caf::a
                         log::info("settlement: market " + std::to_string(st.market_id) +
                                   " applied event seq " + std::to_string(r.seq) + " (" + r.kind +
                                   ")");
+                    }
+                    if (r.status == step_status::batch && st.settings.duty_percent < 100) {
+                        // Pacing: after a batch that took T, rest T * (100 - d) / d, so the
+                        // market's batches use at most d % of a database backend's time and
+                        // placements keep the rest of the machine.
+                        const auto rest = std::chrono::duration_cast<std::chrono::milliseconds>(
+                            r.elapsed * (100 - st.settings.duty_percent) /
+                            st.settings.duty_percent);
+                        if (rest.count() > 0) {
+                            self->delayed_send(self, rest, retry_atom::value);
+                            return;
+                        }
                     }
                     ask_slot(self);
                     return;
@@ -388,6 +401,7 @@ settlement_service::settlement_service(caf::actor_system& system, asio::any_io_e
     s.io = std::move(io);
     s.retry_delay = std::chrono::milliseconds(cfg.settlement.retry_delay_ms);
     s.poll_interval = std::chrono::milliseconds(cfg.settlement.poll_interval_ms);
+    s.duty_percent = static_cast<int>(cfg.settlement.duty_percent);
     s.metrics = &metrics;
     impl_->coordinator =
         system.spawn(coordinator_behavior, std::move(s), cfg.settlement.batches_in_flight);

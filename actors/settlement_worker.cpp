@@ -64,8 +64,9 @@ asio::awaitable<step_result> run_step(std::shared_ptr<settlement_worker> worker,
     db::params args(market_id, w.batch_size, w.lock_timeout_ms);
     // The step runs after the acquire: record its own time, not the wait for a connection.
     auto rows = co_await (*conn)->query(step_sql, std::move(args), w.query_timeout);
-    w.metrics->step_latency.record(std::chrono::duration_cast<std::chrono::microseconds>(
-        std::chrono::steady_clock::now() - start));
+    const auto elapsed = std::chrono::duration_cast<std::chrono::microseconds>(
+        std::chrono::steady_clock::now() - start);
+    w.metrics->step_latency.record(elapsed);
     if (!rows) {
         const db::failure& f = rows.error();
         if (f.code == db::errc::lock_timeout || f.retryable()) {
@@ -90,6 +91,7 @@ asio::awaitable<step_result> run_step(std::shared_ptr<settlement_worker> worker,
     r.kind = std::string(or_default<std::string_view>(rows->get<std::string_view>(0, 2), ""));
     r.bets = or_default<std::int32_t>(rows->get<std::int32_t>(0, 3), 0);
     r.effects = or_default<std::int32_t>(rows->get<std::int32_t>(0, 4), 0);
+    r.elapsed = elapsed;
     co_return r;
 }
 

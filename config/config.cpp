@@ -318,6 +318,7 @@ config load_config(const std::optional<std::string>& path,
     st.lock_timeout_ms = r.timeout_ms("settlement.lock_timeout_ms");
     st.retry_delay_ms = r.timeout_ms("settlement.retry_delay_ms");
     st.poll_interval_ms = r.timeout_ms("settlement.poll_interval_ms");
+    st.duty_percent = r.integer("settlement.duty_percent", 1, 100);
     st.push_interval_ms = r.timeout_ms("settlement.push_interval_ms");
 
     auto& m = c.markets;

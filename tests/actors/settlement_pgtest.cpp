@@ -69,6 +69,7 @@ public:
         cfg_.settlement.lock_timeout_ms = 200;
         cfg_.settlement.retry_delay_ms = 10;
         cfg_.settlement.poll_interval_ms = 200;
+        cfg_.settlement.duty_percent = 100;
         cfg_.settlement.push_interval_ms = 50;
         if (configure) {
             configure(cfg_);

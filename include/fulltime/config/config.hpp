@@ -74,6 +74,7 @@ struct settlement_settings {
     std::int64_t lock_timeout_ms = 0;    ///< SET LOCAL lock_timeout of a batch; a timeout retries
     std::int64_t retry_delay_ms = 0;     ///< pause before retrying a failed or fenced step
     std::int64_t poll_interval_ms = 0;   ///< scan for markets with unapplied events
+    std::int64_t duty_percent = 0;       ///< 1..100: share of time a market's batches may run
     std::int64_t push_interval_ms = 0;   ///< outbox scan for bet_settled pushes
 };
 
