@@ -21,11 +21,13 @@ as_pg_owner() {
 
 # Starts a throwaway cluster in a new temporary directory, listening on a Unix socket only,
 # tuned for tests (no fsync: the tests kill the engine, never PostgreSQL), or with PostgreSQL's
-# durable defaults when the first argument is "durable" (benchmarks). Sets THROWAWAY_PG_DIR and
-# THROWAWAY_PG_URL.
+# durable defaults when the first argument is "durable" (benchmarks). THROWAWAY_PG_EXTRA adds
+# server options (e.g. "-c wal_compression=lz4", to compare settings in a benchmark). Sets
+# THROWAWAY_PG_DIR and THROWAWAY_PG_URL.
 start_throwaway_pg() {
     local tuning="-c fsync=off -c synchronous_commit=off -c full_page_writes=off"
     if [ "${1:-}" = durable ]; then tuning=""; fi
+    tuning="$tuning ${THROWAWAY_PG_EXTRA:-}"
     THROWAWAY_PG_DIR="$(mktemp -d /tmp/fulltime-pg.XXXXXX)"
     chmod 755 "$THROWAWAY_PG_DIR"
     if [ "$(id -u)" -eq 0 ]; then chown postgres: "$THROWAWAY_PG_DIR"; fi
