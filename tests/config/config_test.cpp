@@ -2,10 +2,10 @@
 
 #include <doctest/doctest.h>
 
+#include <unistd.h>
 #include <cstdio>
 #include <fstream>
 #include <string>
-#include <unistd.h>
 
 using fulltime::config_error;
 using fulltime::load_config;
@@ -99,6 +99,21 @@ TEST_CASE("unknown keys, wrong types and bad values are one-line errors") {
     check_error(R"({"token_secret":"short"})", "at least 16 characters");
     check_error(R"([1,2])", "the top level must be an object");
     check_error(R"({"listen": )", "not valid JSON");
+    check_error(R"({"settlement":{"batch_size":0}})", "'settlement.batch_size' must be between");
+    check_error(R"({"settlement":{"duty_percent":0}})",
+                "'settlement.duty_percent' must be between 1 and 100");
+    check_error(R"({"settlement":{"batches_in_flight":9}})",
+                "'settlement.batches_in_flight' (9) must not exceed");
+}
+
+TEST_CASE("settlement defaults: batches in flight follow the settlement pool") {
+    const auto cfg = load_config(std::nullopt, {});
+    CHECK(cfg.settlement.batch_size == 500);
+    CHECK(cfg.settlement.duty_percent == 100);
+    CHECK(cfg.settlement.batches_in_flight == cfg.database.settlement.size_max);
+    const auto sized =
+        load_config(std::nullopt, {{"FULLTIME_DATABASE_POOLS_SETTLEMENT_SIZE_MAX", "6"}});
+    CHECK(sized.settlement.batches_in_flight == 6);
 }
 
 TEST_CASE("bad environment values and unknown FULLTIME_ variables are refused") {
