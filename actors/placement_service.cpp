@@ -199,7 +199,7 @@ caf::behavior placement_behavior(placement_actor* self,
         self->quit(msg.reason);
     });
     return {
-        // `deadline` is in steady_clock ticks: when the session asked, plus the budget.
+        // `deadline` is in steady_clock ticks: when the session asked, plus request_timeout.
         [self](place_atom, bets::place_request& request, std::string& fingerprint, reply_ptr& reply,
                steady::rep deadline) {
             auto& st = self->state;
@@ -318,8 +318,8 @@ struct placement_service::impl {
     caf::actor purger;
     std::vector<std::shared_ptr<detail::placement_worker>> workers;
     std::shared_ptr<detail::purge_worker> purge_worker;
+    /// A placement's answer is due this long after it is asked (and a purge_now's reply).
     std::chrono::milliseconds request_timeout{0};
-    steady::duration budget{0};  ///< a placement's answer is due this long after it is asked
     placement_metrics* metrics = nullptr;
     bool stopped = false;
 
@@ -349,9 +349,8 @@ placement_service::placement_service(caf::actor_system& system, asio::any_io_exe
     impl_->io = io;
     impl_->request_timeout = std::chrono::milliseconds(cfg.actors.request_timeout_ms);
     impl_->metrics = &metrics;
-    // Every placement is answered within this budget: a request still queued when it passes is
+    // Every placement is answered within request_timeout: a request still queued when it passes is
     // answered busy, and a group's database call is cut at its earliest member's deadline.
-    impl_->budget = impl_->request_timeout;
     for (std::size_t i = 0; i < cfg.placement.actors; ++i) {
         auto w = std::make_shared<detail::placement_worker>();
         w->pool = &placement;
@@ -397,7 +396,7 @@ asio::awaitable<bets::place_result> placement_service::place(bets::place_request
         // several actors' groups waiting on the same balance row lock.
         caf::actor target =
             st->actors[static_cast<std::uint64_t>(request.account_id) % st->actors.size()];
-        const auto deadline = (start + st->budget).time_since_epoch().count();
+        const auto deadline = (start + st->request_timeout).time_since_epoch().count();
         auto initiation = [&](auto handler) {
             reply_ptr sink = std::make_shared<handler_sink<decltype(handler)>>(std::move(handler));
             // A message to an actor already gone is dropped with its sink, which answers busy.

@@ -40,8 +40,9 @@ struct step_result {
     std::string error;                     ///< why a failed step failed
 };
 
-/// Runs one step of `market_id` on a settlement connection, in one transaction. A lock timeout
-/// is `locked` (the step wrote nothing); any other error is `failed`. Never throws.
+/// Runs one step of `market_id` on a settlement connection, in one transaction. A lock timeout,
+/// deadlock or serialization failure is `locked` (the step wrote nothing and is retried); any
+/// other error is `failed`. Never throws.
 boost::asio::awaitable<step_result> run_step(std::shared_ptr<settlement_worker> worker,
                                              std::int64_t market_id);
 

@@ -69,8 +69,10 @@ asio::awaitable<step_result> run_step(std::shared_ptr<settlement_worker> worker,
     w.metrics->step_latency.record(elapsed);
     if (!rows) {
         const db::failure& f = rows.error();
-        if (f.code == db::errc::lock_timeout || f.retryable()) {
-            w.metrics->lock_timeouts.inc();
+        if (f.retryable()) {
+            if (f.code == db::errc::lock_timeout) {
+                w.metrics->lock_timeouts.inc();
+            }
             step_result r;
             r.status = step_status::locked;
             r.error = db::describe(f);
