@@ -26,6 +26,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <deque>
 #include <functional>
 #include <future>
 #include <map>
@@ -41,6 +42,11 @@ using fulltime::test::apply_migrations;
 using fulltime::test::exec_scalar;
 using namespace std::chrono_literals;
 using steady = std::chrono::steady_clock;
+
+asio::awaitable<bool> stop_service(fulltime::actors::settlement_service* settlement) {
+    settlement->stop();
+    co_return true;
+}
 
 asio::awaitable<bool> stop_on_loop(fulltime::actors::settlement_service* settlement,
                                    fulltime::db::pools* pools) {
@@ -109,6 +115,9 @@ public:
         if (!thread_.joinable()) {
             return;
         }
+        for (auto& other : others_) {
+            asio::co_spawn(ioc_, stop_service(other.get()), asio::use_future).wait_for(5s);
+        }
         if (settlement_) {
             asio::co_spawn(ioc_, stop_on_loop(settlement_.get(), &pools_), asio::use_future)
                 .wait_for(5s);
@@ -124,6 +133,17 @@ public:
     const std::string& url() const { return db_.url(); }
     fulltime::actors::settlement_service& settlement() { return *settlement_; }
     fulltime::actors::settlement_metrics& metrics() { return *metrics_; }
+
+    /// Starts another settlement service on the same database, as a second engine instance
+    /// would; it stops with the engine.
+    fulltime::actors::settlement_service& add_instance() {
+        other_metrics_.push_back(std::make_unique<fulltime::actors::settlement_metrics>(
+            other_registries_.emplace_back()));
+        others_.push_back(std::make_unique<fulltime::actors::settlement_service>(
+            runtime_->system(), ioc_.get_executor(), *pools_.settlement, *pools_.background, cfg_,
+            *other_metrics_.back()));
+        return *others_.back();
+    }
     std::string metrics_text() { return registry_.render(); }
 
     std::int64_t scalar(const std::string& sql) const {
@@ -236,6 +256,9 @@ private:
     std::unique_ptr<fulltime::actors::runtime> runtime_;
     std::unique_ptr<fulltime::actors::settlement_metrics> metrics_;
     std::unique_ptr<fulltime::actors::settlement_service> settlement_;
+    std::deque<fulltime::metrics::registry> other_registries_;
+    std::vector<std::unique_ptr<fulltime::actors::settlement_metrics>> other_metrics_;
+    std::vector<std::unique_ptr<fulltime::actors::settlement_service>> others_;
     std::thread thread_;
 };
 
@@ -543,5 +566,31 @@ TEST_CASE("an event waits for the transactions that were running when it started
     writer.join();
     REQUIRE(e.wait_applied(1, 1));
     CHECK(e.state("k") == "won 2000");
+    e.check_invariants();
+}
+
+TEST_CASE("two instances settling one market apply each event once") {
+    engine e([](fulltime::config& cfg) { cfg.settlement.batch_size = 50; });
+    auto& second = e.add_instance();
+    e.add_market(1, {{11, 20000}, {12, 30000}});
+    e.fund(1, 50, 100000);
+    e.exec(
+        "SELECT count(*) FROM (SELECT (fulltime_place((g % 50) + 1, 'k' || g, 'fp', CASE WHEN "
+        "g % 2 = 0 THEN 11 ELSE 12 END, 100, 0, 'any', 1000, 0)).outcome FROM "
+        "generate_series(0, 999) g) x");
+    const std::string home =
+        R"({"outcomes":[{"selection_id":11,"win":true,"void_factor":0,"dead_heat_factor":10000}]})";
+    const std::string away =
+        R"({"outcomes":[{"selection_id":12,"win":true,"void_factor":0,"dead_heat_factor":10000}]})";
+    // Both instances are woken for every event, as two engines behind one feed would be.
+    REQUIRE(e.record(1, 1, "r1", "result", home) == "stored");
+    second.notify(1);
+    REQUIRE(e.record(1, 2, "r2", "result", away) == "stored");
+    second.notify(1);
+    REQUIRE(e.wait_applied(1, 2));
+    // 1,000 bets, each settled, reversed and settled again: three rows each, no more.
+    CHECK(e.scalar("SELECT count(*) FROM bet_settlements") == 3000);
+    CHECK(e.scalar("SELECT count(*) FROM bet_settlements WHERE version = 2 AND outcome = 'won' "
+                   "AND payout = 300") == 500);
     e.check_invariants();
 }
