@@ -13,6 +13,7 @@
 #include "fulltime/net/bets_endpoint.hpp"
 #include "fulltime/net/server.hpp"
 #include "support/http_client.hpp"
+#include "support/invariants.hpp"
 #include "support/pg_support.hpp"
 
 #if defined(__GNUC__) && !defined(__clang__)
@@ -209,28 +210,11 @@ public:
             " WHERE account_id = " + a + ";COMMIT;");
     }
 
-    /// Checks DESIGN.md's money invariants and the placement's own.
+    /// Checks DESIGN.md's money invariants (tests/support/invariants.hpp) and the placement's own.
     void check_invariants() const {
-        const std::string legs =
-            "WITH legs AS (SELECT currency, credit_side AS side, credit_account_id AS acc, "
-            "amount FROM ledger_transfers UNION ALL SELECT currency, debit_side, "
-            "debit_account_id, -amount FROM ledger_transfers) ";
-        CHECK_MESSAGE(scalar(legs + "SELECT count(*) FROM (SELECT currency FROM legs GROUP BY "
-                                    "currency HAVING sum(amount) <> 0) x") == 0,
-                      "a currency's ledger does not sum to zero");
-        CHECK_MESSAGE(
-            scalar(legs +
-                   ", sides AS (SELECT acc, side, sum(amount) AS s FROM legs WHERE acc IS NOT "
-                   "NULL GROUP BY acc, side) SELECT count(*) FROM accounts a WHERE a.available "
-                   "<> coalesce((SELECT s FROM sides WHERE acc = a.account_id AND side = "
-                   "'available'), 0) OR a.reserved <> coalesce((SELECT s FROM sides WHERE acc = "
-                   "a.account_id AND side = 'reserved'), 0) OR a.available < 0 OR a.reserved < "
-                   "0") == 0,
-            "a balance differs from its ledger or is negative");
-        CHECK_MESSAGE(scalar("SELECT count(*) FROM bets b WHERE (SELECT count(*) FROM "
-                             "ledger_transfers t WHERE t.bet_id = b.bet_id AND t.entry_key = "
-                             "'bet:' || b.bet_id || ':reserve' AND t.amount = b.stake) <> 1") == 0,
-                      "a bet without exactly one reservation");
+        for (const auto& problem : fulltime::test::money_violations(db_.url())) {
+            FAIL_CHECK(problem);
+        }
         CHECK_MESSAGE(scalar("SELECT count(*) FROM market_exposure WHERE liability > "
                              "liability_limit OR liability < 0") == 0,
                       "an exposure shard above its limit");
@@ -240,9 +224,6 @@ public:
                    "coalesce(sum(ceil(b.stake::numeric * (b.odds - 10000) / 10000)), 0) FROM "
                    "bets b WHERE b.market_id = m.market_id)") == 0,
             "exposure differs from the bets' liabilities");
-        CHECK_MESSAGE(scalar("SELECT count(*) FROM (SELECT account_id, idempotency_key FROM bets "
-                             "GROUP BY 1, 2 HAVING count(*) > 1) x") == 0,
-                      "a key with more than one bet");
         CHECK_MESSAGE(scalar("SELECT count(*) FROM idempotency_keys WHERE response IS NULL") == 0,
                       "a key without its stored response");
     }

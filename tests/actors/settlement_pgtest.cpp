@@ -594,3 +594,32 @@ TEST_CASE("two instances settling one market apply each event once") {
                    "AND payout = 300") == 500);
     e.check_invariants();
 }
+
+TEST_CASE("the money invariant checker finds broken books") {
+    // The checker every pg test ends with must be able to fail: break each invariant in turn.
+    engine e;
+    e.add_market(1, {{11, 20000}});
+    e.fund(1, 2, 10000);
+    REQUIRE(e.place(1, "k", 11, 1000) == "placed");
+    REQUIRE(fulltime::test::money_violations(e.url()).empty());
+    const auto found = [&](const char* what) {
+        for (const auto& p : fulltime::test::money_violations(e.url())) {
+            if (p.find(what) != std::string::npos) {
+                return true;
+            }
+        }
+        return false;
+    };
+    e.exec("UPDATE accounts SET available = available + 1 WHERE account_id = 2");
+    CHECK(found("balance differs from its ledger"));
+    e.exec("UPDATE accounts SET available = available - 1 WHERE account_id = 2");
+    e.exec(
+        "INSERT INTO ledger_transfers (entry_key, currency, debit_side, credit_side, "
+        "credit_account_id, amount) VALUES ('x', 'EUR', 'cash', 'available', 99, 5)");
+    CHECK(found("account that does not exist"));
+    e.exec("DELETE FROM ledger_transfers WHERE entry_key = 'x'");
+    e.exec(
+        "INSERT INTO bet_settlements (bet_id, version, kind, outcome, payout, result_event_id) "
+        "SELECT bet_id, 1, 'settle', 'won', 2000, 0 FROM bets");
+    CHECK(found("ledger legs disagree with its state"));
+}

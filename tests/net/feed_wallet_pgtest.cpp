@@ -12,6 +12,7 @@
 #include "fulltime/net/operator_routes.hpp"
 #include "fulltime/net/server.hpp"
 #include "support/http_client.hpp"
+#include "support/invariants.hpp"
 #include "support/pg_support.hpp"
 
 #include <boost/asio/co_spawn.hpp>
@@ -143,29 +144,12 @@ public:
 
     std::string metrics() const { return fulltime::test::http_get(port(), "/metrics").body; }
 
-    /// Checks DESIGN.md's money invariants on the whole database.
+    /// Checks DESIGN.md's money invariants on the whole database (tests/support/invariants.hpp)
+    /// and that every market's shard rows add up to its limit.
     void check_money_invariants() const {
-        // Per currency the ledger sums to zero (each transfer adds +amount and -amount).
-        CHECK(scalar("WITH sides AS (SELECT currency, amount FROM ledger_transfers "
-                     "UNION ALL SELECT currency, -amount FROM ledger_transfers) "
-                     "SELECT count(*) FROM (SELECT currency FROM sides GROUP BY currency "
-                     "HAVING sum(amount) <> 0) AS unbalanced") == "0");
-        // Every balance equals the credits minus the debits of its side, and none is negative.
-        CHECK(scalar("WITH moves AS ("
-                     "  SELECT credit_account_id AS account_id, credit_side AS side, amount "
-                     "  FROM ledger_transfers WHERE credit_account_id IS NOT NULL "
-                     "  UNION ALL "
-                     "  SELECT debit_account_id, debit_side, -amount "
-                     "  FROM ledger_transfers WHERE debit_account_id IS NOT NULL), "
-                     "sums AS (SELECT account_id, "
-                     "  coalesce(sum(amount) FILTER (WHERE side = 'available'), 0) AS available, "
-                     "  coalesce(sum(amount) FILTER (WHERE side = 'reserved'), 0) AS reserved "
-                     "  FROM moves GROUP BY account_id) "
-                     "SELECT count(*) FROM accounts a FULL JOIN sums s USING (account_id) "
-                     "WHERE a.account_id IS NULL "
-                     "   OR a.available <> coalesce(s.available, 0) "
-                     "   OR a.reserved <> coalesce(s.reserved, 0) "
-                     "   OR a.available < 0 OR a.reserved < 0") == "0");
+        for (const auto& problem : fulltime::test::money_violations(url())) {
+            FAIL_CHECK(problem);
+        }
         // The shard rows of every market add up to its limit and hold no more than their share.
         CHECK(scalar("SELECT count(*) FROM markets m WHERE m.liability_limit <> "
                      "(SELECT sum(e.liability_limit) FROM market_exposure e "

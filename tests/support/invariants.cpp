@@ -32,6 +32,10 @@ std::vector<check> checks() {
              sides +
              " s ON s.account_id = a.account_id GROUP BY a.account_id) y "
              "WHERE available <> la OR reserved <> lr OR available < 0 OR reserved < 0"},
+        {"ledger names an account that does not exist",
+         "SELECT string_agg(DISTINCT account_id::text, ', ') FROM " + sides +
+             " s WHERE account_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM accounts a WHERE "
+             "a.account_id = s.account_id)"},
         {"bet without exactly one reservation",
          "SELECT string_agg(bet_id::text, ', ') FROM (SELECT b.bet_id FROM bets b LEFT JOIN "
          "ledger_transfers t ON t.entry_key = 'bet:' || b.bet_id || ':reserve' AND t.amount = "

@@ -9,7 +9,8 @@ namespace fulltime::test {
 
 /// Returns one line per broken invariant (empty when the books are right):
 /// - per currency the ledger sums to zero;
-/// - every balance equals its ledger sum and is not negative;
+/// - every balance equals its ledger sum and is not negative, and every account the ledger
+///   names exists;
 /// - every bet has exactly one reservation;
 /// - every bet has at most one effect in force, and its ledger legs net to what that state
 ///   means: an open bet holds its stake in `reserved`; a settled or cancelled bet holds nothing
