@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace fulltime::actors::detail {
@@ -38,6 +39,10 @@ struct step_result {
     std::int64_t effects = 0;              ///< settlement rows it wrote
     std::chrono::microseconds elapsed{0};  ///< the step's transaction, as the engine saw it
     std::string error;                     ///< why a failed step failed
+    /// For a finished event: the bets it skipped per terminal-state code, and its refusal
+    /// code when it moved nothing because of them (result_events.skipped, .refusal; 0008).
+    std::vector<std::pair<std::string, std::int64_t>> skipped;
+    std::string refusal;
 };
 
 /// Runs one step of `market_id` on a settlement connection, in one transaction. A lock timeout,

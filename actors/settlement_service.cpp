@@ -14,6 +14,7 @@
 #include <caf/all.hpp>
 
 #include <algorithm>
+#include <array>
 #include <deque>
 #include <map>
 #include <vector>
@@ -126,6 +127,16 @@ void count(settlement_metrics& mm, const step_result& r) {
     }
     mm.bets.inc(static_cast<std::uint64_t>(std::max<std::int64_t>(r.bets, 0)));
     mm.effects.inc(static_cast<std::uint64_t>(std::max<std::int64_t>(r.effects, 0)));
+    for (const auto& [code, n] : r.skipped) {
+        if (auto it = mm.bet_refusals.find(code); it != mm.bet_refusals.end() && n > 0) {
+            it->second->inc(static_cast<std::uint64_t>(n));
+        }
+    }
+    if (!r.refusal.empty()) {
+        if (auto it = mm.event_refusals.find(r.refusal); it != mm.event_refusals.end()) {
+            it->second->inc();
+        }
+    }
 }
 
 caf::behavior market_behavior(market_actor* self, std::int64_t market_id, caf::actor coordinator,
@@ -163,7 +174,10 @@ caf::behavior market_behavior(market_actor* self, std::int64_t market_id, caf::a
                     if (r.status == step_status::finished) {
                         log::info("settlement: market " + std::to_string(st.market_id) +
                                   " applied event seq " + std::to_string(r.seq) + " (" + r.kind +
-                                  ")");
+                                  ")" +
+                                  (r.refusal.empty() ? std::string()
+                                                     : "; refused: " + r.refusal +
+                                                           ", no money moved"));
                     }
                     if (r.status == step_status::batch && st.settings.duty_percent < 100) {
                         // Pacing: after a batch that took T, rest T * (100 - d) / d, so the
@@ -340,6 +354,12 @@ caf::behavior coordinator_behavior(coordinator_actor* self, shared_settings sett
 namespace {
 constexpr const char* steps_name = "fulltime_settlement_steps_total";
 constexpr const char* steps_help = "Settlement steps (one transaction each), by status.";
+// The terminal-state codes of db/migrations/0008_terminal_states.sql.
+constexpr std::array<const char*, 5> bet_refusal_codes = {
+    "bet_cancelled", "already_cancelled", "nothing_to_rollback", "already_void",
+    "already_settled"};
+constexpr std::array<const char*, 4> event_refusal_codes = {
+    "bet_cancelled", "already_cancelled", "nothing_to_rollback", "nothing_to_void"};
 }  // namespace
 
 settlement_metrics::settlement_metrics(metrics::registry& registry)
@@ -373,6 +393,20 @@ settlement_metrics::settlement_metrics(metrics::registry& registry)
         step_latency.render(out, "fulltime_settlement_step_latency_seconds",
                             "Time of one settlement step's transaction.");
     });
+    for (const char* code : bet_refusal_codes) {
+        bet_refusals[code] = &registry.make_counter(
+            "fulltime_settlement_refusals_total",
+            "Bets an applied result event skipped because of their terminal state (no money "
+            "moved), by code.",
+            metrics::label("code", code));
+    }
+    for (const char* code : event_refusal_codes) {
+        event_refusals[code] = &registry.make_counter(
+            "fulltime_settlement_events_refused_total",
+            "Result events that moved no money at all because of the bets' terminal states, by "
+            "code.",
+            metrics::label("code", code));
+    }
 }
 
 // --- Service ---------------------------------------------------------------------------------

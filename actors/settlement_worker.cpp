@@ -4,6 +4,8 @@
 #include "fulltime/core/metrics.hpp"
 #include "fulltime/db/error.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 
 namespace fulltime::actors::detail {
@@ -25,6 +27,12 @@ const std::string backlog_sql =
     "FROM settlement_progress p JOIN result_events e "
     "ON e.market_id = p.market_id AND e.seq > p.applied_seq "
     "GROUP BY e.market_id ORDER BY min(e.received_at)";
+
+// What a finished event skipped and whether it was refused as a whole (0008). Read once per
+// event, after the step that finished it, on the same connection.
+const std::string outcome_sql =
+    "SELECT coalesce(skipped, '{}'::jsonb)::text, coalesce(refusal, '') FROM result_events "
+    "WHERE market_id = $1::bigint AND seq = $2::integer";
 
 step_status status_from(std::string_view s) {
     if (s == "idle") return step_status::idle;
@@ -94,6 +102,28 @@ asio::awaitable<step_result> run_step(std::shared_ptr<settlement_worker> worker,
     r.bets = or_default<std::int32_t>(rows->get<std::int32_t>(0, 3), 0);
     r.effects = or_default<std::int32_t>(rows->get<std::int32_t>(0, 4), 0);
     r.elapsed = elapsed;
+    if (r.status == step_status::finished) {
+        // Only for metrics and the log: a failure here changes nothing that was applied.
+        auto read = co_await (*conn)->query(outcome_sql, db::params(market_id, r.seq),
+                                            w.query_timeout);
+        if (read && read->rows() == 1) {
+            const auto skipped = nlohmann::json::parse(
+                or_default<std::string_view>(read->get<std::string_view>(0, 0), "{}"), nullptr,
+                false);
+            if (skipped.is_object()) {
+                for (const auto& [code, n] : skipped.items()) {
+                    if (n.is_number_integer()) {
+                        r.skipped.emplace_back(code, n.get<std::int64_t>());
+                    }
+                }
+            }
+            r.refusal = std::string(
+                or_default<std::string_view>(read->get<std::string_view>(0, 1), ""));
+        } else if (!read) {
+            log::warn("settlement: reading the outcome of market " + std::to_string(market_id) +
+                      " seq " + std::to_string(r.seq) + ": " + db::describe(read.error()));
+        }
+    }
     co_return r;
 }
 

@@ -24,6 +24,15 @@ commands:
   token producer NAME        print a result-feed producer token
   token admin                print an operator token
         [--ttl SECONDS]      token lifetime (default 86400)
+  void-overdue --market ID   void the market's open bets once their reservation deadline
+        [--key KEY]          has passed (a keyed event: a repeat is a duplicate; default
+        [--force]            key operator:void-overdue:ID); --force voids before it;
+        [--operator NAME]    refusals not_overdue, nothing_to_void, unknown_market exit 1
+  reconcile [--json]         run one reconciliation now (ledger against balances, currency
+                             checks) and print its summary; exit 1 while a balance_drift,
+                             currency_mismatch or currency_imbalance incident is open
+  audit [--json]             check every money invariant on the database, one PASS/FAIL
+                             line each; exit 0 all pass, 1 one fails, 2 usage/connection
   bench-placement [OPTIONS]  drive placements over WebSocket against a running engine
                              and print throughput and latency (see scripts/bench-placement)
   version                    print the version
@@ -79,6 +88,15 @@ int main(int argc, char** argv) {
         }
         if (command == "token") {
             return fulltime::app::token_command(cfg, args);
+        }
+        if (command == "void-overdue") {
+            return fulltime::app::void_overdue_command(cfg, args);
+        }
+        if (command == "reconcile") {
+            return fulltime::app::reconcile_command(cfg, args);
+        }
+        if (command == "audit") {
+            return fulltime::app::audit_command(cfg, args);
         }
         if (command == "bench-placement") {
             return fulltime::app::bench_command(cfg, args);

@@ -321,6 +321,23 @@ config load_config(const std::optional<std::string>& path,
     st.duty_percent = r.integer("settlement.duty_percent", 1, 100);
     st.push_interval_ms = r.timeout_ms("settlement.push_interval_ms");
 
+    auto& rs = c.reservations;
+    rs.grace_s = r.integer("reservations.grace_s", 0, 366LL * 86400);
+    rs.default_deadline_s = r.integer("reservations.default_deadline_s", 60, 366LL * 86400);
+    rs.sweep_interval_ms = r.timeout_ms("reservations.sweep_interval_ms");
+    rs.sweep_batch_size = r.size("reservations.sweep_batch_size", 1, 100'000);
+
+    auto& rc = c.reconcile;
+    rc.interval_ms = r.integer("reconcile.interval_ms", 0, limits::reconcile_interval_ms_max);
+    rc.chunk_accounts =
+        r.size("reconcile.chunk_accounts", 1, limits::reconcile_chunk_accounts_max);
+    rc.chunk_transfers =
+        r.size("reconcile.chunk_transfers", 1, limits::reconcile_chunk_transfers_max);
+    rc.chunk_pause_ms = r.integer("reconcile.chunk_pause_ms", 0, limits::timeout_ms_max);
+    rc.lock_timeout_ms = r.timeout_ms("reconcile.lock_timeout_ms");
+    rc.statement_timeout_ms = r.timeout_ms("reconcile.statement_timeout_ms");
+    rc.run_timeout_ms = r.timeout_ms("reconcile.run_timeout_ms");
+
     auto& m = c.markets;
     m.stake_min_minor = r.integer("markets.stake_min_minor", 1, limits::amount_minor_max);
     m.stake_max_minor =

@@ -24,6 +24,21 @@ const std::string settlement_sql =
     "    ON e.market_id = p.market_id AND e.seq > p.applied_seq "
     "  GROUP BY p.market_id LIMIT 100) m";
 
+// Terminal states (0008): the newest events refused as a whole, and the skipped bets per code
+// over the last day's applied events; the open overdue-reservation incidents (the sweeper's).
+const std::string refusals_sql =
+    "SELECT jsonb_build_object("
+    " 'refused_events', (SELECT coalesce(jsonb_agg(r ORDER BY r.applied_at DESC), '[]'::jsonb) "
+    "    FROM (SELECT e.market_id, e.seq, e.event_key, e.kind, e.producer, e.applied_at, "
+    "                 e.refusal, e.skipped FROM result_events e WHERE e.refusal IS NOT NULL "
+    "          ORDER BY e.applied_at DESC LIMIT 20) r),"
+    " 'skipped_last_day', (SELECT coalesce(jsonb_object_agg(k, n), '{}'::jsonb) FROM ("
+    "    SELECT s.key AS k, sum(s.value::bigint) AS n FROM result_events e, "
+    "    jsonb_each_text(e.skipped) s WHERE e.applied_at > now() - interval '1 day' "
+    "    GROUP BY s.key) x),"
+    " 'overdue_reservation_incidents', (SELECT count(*) FROM incidents i "
+    "    WHERE i.kind = 'overdue_reservation' AND i.resolved_at IS NULL))::text";
+
 const std::string database_sql =
     "SELECT jsonb_build_object("
     " 'lock_waiters', (SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
@@ -63,8 +78,11 @@ asio::awaitable<http_response> get_diagnostics(db::pools* pools) {
     }
     auto settlement = co_await (*conn)->query(settlement_sql);
     auto database = co_await (*conn)->query(database_sql);
-    if (!settlement || !database) {
-        const auto& f = !settlement ? settlement.error() : database.error();
+    auto refusals = co_await (*conn)->query(refusals_sql);
+    if (!settlement || !database || !refusals) {
+        const auto& f = !settlement ? settlement.error()
+                        : !database ? database.error()
+                                    : refusals.error();
         log::warn("diagnostics: " + db::describe(f));
         co_return json_error(503, "unavailable", "the database did not answer");
     }
@@ -77,6 +95,11 @@ asio::awaitable<http_response> get_diagnostics(db::pools* pools) {
     }
     body["settlement"] = {
         {"backlog_events", events}, {"backlog_age_ms", oldest}, {"markets", std::move(markets)}};
+    auto terminal = json::parse(refusals->get<std::string_view>(0, 0).value(), nullptr, false);
+    body["settlement"]["refused_events"] = terminal["refused_events"];
+    body["settlement"]["skipped_last_day"] = terminal["skipped_last_day"];
+    body["reservations"] = {
+        {"overdue_incidents_open", terminal["overdue_reservation_incidents"]}};
     body["database"] = json::parse(database->get<std::string_view>(0, 0).value(), nullptr, false);
     http_response r;
     r.body = body.dump();

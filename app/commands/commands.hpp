@@ -17,6 +17,21 @@ int migrate_command(const config& cfg);
 /// Prints a signed token (`fulltime token account ID | producer NAME | admin [--ttl SECONDS]`).
 int token_command(const config& cfg, const std::vector<std::string>& args);
 
+/// Stores the operator's void of a market's open bets, past their reservation deadline
+/// (`fulltime void-overdue --market ID [--key KEY] [--force] [--operator NAME]`). Prints one JSON
+/// line; a refusal (not_overdue, nothing_to_void, unknown_market, conflict) exits with 1.
+int void_overdue_command(const config& cfg, const std::vector<std::string>& args);
+
+/// Runs one reconciliation against the configured database and prints its summary
+/// (`fulltime reconcile [--json]`). Exit status 0: no reconciliation incident open afterwards;
+/// 1: one is; 2: the run could not be made.
+int reconcile_command(const config& cfg, const std::vector<std::string>& args);
+
+/// Checks every money invariant on the configured database and prints PASS or FAIL per
+/// invariant (`fulltime audit [--json]`). Exit status 0: all hold; 1: one does not; 2: usage
+/// error, or the database could not be reached or did not answer.
+int audit_command(const config& cfg, const std::vector<std::string>& args);
+
 /// Drives placements over WebSocket against a running engine and prints figures as JSON
 /// (`fulltime bench-placement --port P --connections N --accounts M ...`).
 int bench_command(const config& cfg, const std::vector<std::string>& args);

@@ -161,6 +161,7 @@ embedded_cluster embedded_cluster::start(const config& cfg) {
     if (status == 0) {
         // An engine that was killed left its cluster running: adopt it.
         log::info("adopting the private PostgreSQL cluster already running in " + c.data_dir_);
+        c.adopted_ = true;
     } else {
         const auto timeout_s = std::max<std::int64_t>(1, cfg.embedded.start_timeout_ms / 1000);
         run_checked({c.bin_dir_ + "/pg_ctl", "-D", c.data_dir_, "-l", server_log, "-w", "-t",
@@ -183,7 +184,8 @@ embedded_cluster::embedded_cluster(embedded_cluster&& other) noexcept
       data_dir_(std::move(other.data_dir_)),
       conninfo_(std::move(other.conninfo_)),
       owner_(std::move(other.owner_)),
-      running_(std::exchange(other.running_, false)) {}
+      running_(std::exchange(other.running_, false)),
+      adopted_(other.adopted_) {}
 
 embedded_cluster::~embedded_cluster() { stop(); }
 

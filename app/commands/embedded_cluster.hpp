@@ -32,6 +32,13 @@ public:
     /// Stops the cluster (fast shutdown), waiting for it. Safe to call twice.
     void stop();
 
+    /// Returns whether start() found the cluster already running (a `fulltime serve`'s, or one
+    /// left by an engine that was killed) rather than starting it.
+    bool adopted() const noexcept { return adopted_; }
+    /// Leaves the cluster running when this object goes away: for a command that borrowed the
+    /// cluster of a running `fulltime serve` and must not stop it under that engine.
+    void leave_running() noexcept { running_ = false; }
+
 private:
     embedded_cluster() = default;
 
@@ -41,6 +48,7 @@ private:
     std::string conninfo_;
     std::optional<run_as> owner_;
     bool running_ = false;
+    bool adopted_ = false;
 };
 
 }  // namespace fulltime::app

@@ -4,6 +4,8 @@
 #include "app/commands/secret.hpp"
 
 #include "fulltime/actors/placement.hpp"
+#include "fulltime/actors/reconciliation.hpp"
+#include "fulltime/actors/reservation_sweeper.hpp"
 #include "fulltime/actors/runtime.hpp"
 #include "fulltime/actors/settlement.hpp"
 #include "fulltime/core/log.hpp"
@@ -13,7 +15,9 @@
 #include "fulltime/net/bets_endpoint.hpp"
 #include "fulltime/net/diagnostics_routes.hpp"
 #include "fulltime/net/feed_endpoint.hpp"
+#include "fulltime/net/market_routes.hpp"
 #include "fulltime/net/operator_routes.hpp"
+#include "fulltime/net/reconciliation_routes.hpp"
 #include "fulltime/net/server.hpp"
 #include "fulltime/net/settlement_pushes.hpp"
 
@@ -42,6 +46,8 @@ boost::asio::awaitable<void> watch_signals(boost::asio::io_context& ioc,
                                            boost::asio::signal_set& signals, net::server& gateway,
                                            actors::placement_service& placement,
                                            actors::settlement_service& settlement,
+                                           actors::reservation_sweeper& sweeper,
+                                           actors::reconciliation_service& reconciliation,
                                            std::shared_ptr<bool> pushes_stop, db::pools& pools,
                                            std::int64_t deadline_ms) {
     auto [ec, signal_number] =
@@ -57,9 +63,13 @@ boost::asio::awaitable<void> watch_signals(boost::asio::io_context& ioc,
             ioc.stop();
         }
     });
+    // A POST /v1/reconcile waiting for a long run is answered `shutting_down` at once instead
+    // of holding the drain; the run itself ends at its next step.
+    reconciliation.stop();
     co_await gateway.shutdown(std::chrono::milliseconds(deadline_ms));
     placement.stop();
     settlement.stop();
+    sweeper.stop();
     *pushes_stop = true;
     pools.close();
     signals.cancel();
@@ -99,6 +109,12 @@ int serve_command(const config& cfg) {
     actors::settlement_service settlement(actor_runtime.system(), ioc.get_executor(),
                                           *pools.settlement, *pools.background, cfg,
                                           settlement_metrics);
+    actors::reservation_metrics reservation_metrics(registry);
+    actors::reservation_sweeper sweeper(actor_runtime.system(), ioc.get_executor(),
+                                        *pools.background, cfg, reservation_metrics);
+    actors::reconciliation_metrics reconciliation_metrics(registry);
+    actors::reconciliation_service reconciliation(actor_runtime.system(), ioc.get_executor(),
+                                                  *pools.background, cfg, reconciliation_metrics);
 
     net::services services;
     services.cfg = &cfg;
@@ -116,6 +132,12 @@ int serve_command(const config& cfg) {
     std::ranges::move(net::make_operator_routes(cfg, pools, registry),
                       std::back_inserter(services.routes));
     std::ranges::move(net::make_diagnostics_routes(pools), std::back_inserter(services.routes));
+    std::ranges::move(net::make_reconciliation_routes(pools, reconciliation),
+                      std::back_inserter(services.routes));
+    std::ranges::move(
+        net::make_market_routes(cfg, pools,
+                                [&settlement](std::int64_t market) { settlement.notify(market); }),
+        std::back_inserter(services.routes));
     net::server gateway(ioc, std::move(services));
     gateway.start();
     log::info("listening on http://" + cfg.gateway.host + ":" + std::to_string(gateway.port()));
@@ -130,8 +152,9 @@ int serve_command(const config& cfg) {
 
     boost::asio::signal_set signals(ioc, SIGINT, SIGTERM);
     boost::asio::co_spawn(ioc,
-                          watch_signals(ioc, signals, gateway, placement, settlement, pushes_stop,
-                                        pools, cfg.gateway.shutdown_deadline_ms),
+                          watch_signals(ioc, signals, gateway, placement, settlement, sweeper,
+                                        reconciliation, pushes_stop, pools,
+                                        cfg.gateway.shutdown_deadline_ms),
                           boost::asio::detached);
     ioc.run();
 
@@ -139,6 +162,8 @@ int serve_command(const config& cfg) {
     // thread may release what the drain did not.
     placement.stop();
     settlement.stop();
+    sweeper.stop();
+    reconciliation.stop();
 
     actor_runtime.shutdown();
     if (target.cluster) {

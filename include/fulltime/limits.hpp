@@ -70,6 +70,21 @@ inline constexpr std::size_t placement_lock_retries_max = 100;
 /// round, so that one round cannot monopolise a background connection.
 inline constexpr std::size_t purge_batches_per_round_max = 1000;
 
+// --- Reconciliation ----------------------------------------------------------------------------
+
+/// Longest configurable pause between scheduled reconciliation runs (7 days).
+inline constexpr std::int64_t reconcile_interval_ms_max = 7LL * 24 * 3600 * 1000;
+/// Accounts one reconciliation chunk may compare: the chunk is one statement and one short
+/// transaction, whose ledger read grows with its accounts' transfers.
+inline constexpr std::size_t reconcile_chunk_accounts_max = 100'000;
+/// Transfers one ledger chunk may read (one statement, one primary-key probe per account leg).
+inline constexpr std::size_t reconcile_chunk_transfers_max = 1'000'000;
+/// Incidents GET /v1/incidents returns at most per request (its `limit`).
+inline constexpr std::size_t incidents_page_max = 1000;
+/// Currencies one reconciliation run keeps sums for; a ledger with more is itself an anomaly,
+/// and the run fails rather than grow without bound.
+inline constexpr std::size_t reconcile_currencies_max = 1000;
+
 // --- Tokens ------------------------------------------------------------------------------------
 
 /// Longest token accepted, in bytes; longer ones are refused before any decoding.

@@ -611,15 +611,15 @@ TEST_CASE("the money invariant checker finds broken books") {
         return false;
     };
     e.exec("UPDATE accounts SET available = available + 1 WHERE account_id = 2");
-    CHECK(found("balance differs from its ledger"));
+    CHECK(found("balances_match_ledger"));
     e.exec("UPDATE accounts SET available = available - 1 WHERE account_id = 2");
     e.exec(
         "INSERT INTO ledger_transfers (entry_key, currency, debit_side, credit_side, "
         "credit_account_id, amount) VALUES ('x', 'EUR', 'cash', 'available', 99, 5)");
-    CHECK(found("account that does not exist"));
+    CHECK(found("ledger_accounts_exist"));
     e.exec("DELETE FROM ledger_transfers WHERE entry_key = 'x'");
     e.exec(
         "INSERT INTO bet_settlements (bet_id, version, kind, outcome, payout, result_event_id) "
         "SELECT bet_id, 1, 'settle', 'won', 2000, 0 FROM bets");
-    CHECK(found("ledger legs disagree with its state"));
+    CHECK(found("bet_ledger_matches_state"));
 }

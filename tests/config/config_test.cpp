@@ -116,6 +116,48 @@ TEST_CASE("settlement defaults: batches in flight follow the settlement pool") {
     CHECK(sized.settlement.batches_in_flight == 6);
 }
 
+TEST_CASE("reservation defaults and bounds") {
+    const auto cfg = load_config(std::nullopt, {});
+    CHECK(cfg.reservations.grace_s == 3600);
+    CHECK(cfg.reservations.default_deadline_s == 7 * 86400);
+    CHECK(cfg.reservations.sweep_interval_ms == 60000);
+    CHECK(cfg.reservations.sweep_batch_size == 1000);
+    const auto env = load_config(std::nullopt, {{"FULLTIME_RESERVATIONS_GRACE_S", "0"}});
+    CHECK(env.reservations.grace_s == 0);
+    CHECK(error_of(std::nullopt, {{"FULLTIME_RESERVATIONS_DEFAULT_DEADLINE_S", "59"}})
+              .find("'reservations.default_deadline_s' must be between 60 and") !=
+          std::string::npos);
+    CHECK(error_of(std::nullopt, {{"FULLTIME_RESERVATIONS_GRACE_S", "-1"}})
+              .find("'reservations.grace_s' must be between 0 and") != std::string::npos);
+    CHECK(error_of(std::nullopt, {{"FULLTIME_RESERVATIONS_SWEEP_BATCH_SIZE", "0"}})
+              .find("'reservations.sweep_batch_size' must be between 1 and") != std::string::npos);
+}
+
+TEST_CASE("reconcile defaults and bounds") {
+    const auto cfg = load_config(std::nullopt, {});
+    CHECK(cfg.reconcile.interval_ms == 300000);
+    CHECK(cfg.reconcile.chunk_accounts == 1000);
+    CHECK(cfg.reconcile.chunk_transfers == 20000);
+    CHECK(cfg.reconcile.chunk_pause_ms == 0);
+    CHECK(cfg.reconcile.lock_timeout_ms == 1000);
+    CHECK(cfg.reconcile.statement_timeout_ms == 60000);
+    CHECK(cfg.reconcile.run_timeout_ms == 600000);
+    // 0: on demand only.
+    CHECK(load_config(std::nullopt, {{"FULLTIME_RECONCILE_INTERVAL_MS", "0"}})
+              .reconcile.interval_ms == 0);
+    CHECK(error_of(std::nullopt, {{"FULLTIME_RECONCILE_INTERVAL_MS", "-1"}})
+              .find("'reconcile.interval_ms' must be between 0 and 604800000") !=
+          std::string::npos);
+    CHECK(error_of(std::nullopt, {{"FULLTIME_RECONCILE_CHUNK_ACCOUNTS", "0"}})
+              .find("'reconcile.chunk_accounts' must be between 1 and 100000") !=
+          std::string::npos);
+    CHECK(error_of(std::nullopt, {{"FULLTIME_RECONCILE_CHUNK_TRANSFERS", "1000001"}})
+              .find("'reconcile.chunk_transfers' must be between 1 and 1000000") !=
+          std::string::npos);
+    CHECK(error_of(std::nullopt, {{"FULLTIME_RECONCILE_RUN_TIMEOUT_MS", "0"}})
+              .find("'reconcile.run_timeout_ms' must be between 1 and") != std::string::npos);
+}
+
 TEST_CASE("bad environment values and unknown FULLTIME_ variables are refused") {
     CHECK(error_of(std::nullopt, {{"FULLTIME_GATEWAY_CONNECTIONS_MAX", "lots"}})
               .find("FULLTIME_GATEWAY_CONNECTIONS_MAX: 'lots' is not an integer") !=

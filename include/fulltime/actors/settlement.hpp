@@ -21,7 +21,10 @@
 #include <boost/asio/any_io_executor.hpp>
 
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
+#include <string>
 
 namespace caf {
 class actor_system;
@@ -58,6 +61,11 @@ struct settlement_metrics {
     metrics::gauge& backlog_markets;          ///< markets with such events (last scan)
     metrics::gauge& backlog_age_ms;           ///< age of the oldest such event (last scan)
     metrics::latency_histogram step_latency;  ///< one step's transaction, as the engine sees it
+    /// Bets an applied event skipped because of their terminal state, by code (0008), as
+    /// fulltime_settlement_refusals_total{code}; and events refused as a whole, by code, as
+    /// fulltime_settlement_events_refused_total{code}. Keys are the fixed codes.
+    std::map<std::string, metrics::counter*, std::less<>> bet_refusals;
+    std::map<std::string, metrics::counter*, std::less<>> event_refusals;
 };
 
 /// Starts and owns the settlement actors.

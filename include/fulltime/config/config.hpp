@@ -78,6 +78,25 @@ struct settlement_settings {
     std::int64_t push_interval_ms = 0;   ///< outbox scan for bet_settled pushes
 };
 
+/// Holds settings of reservation deadlines and the overdue-reservation sweeper.
+struct reservation_settings {
+    std::int64_t grace_s = 0;             ///< added to a market's settle_deadline_at
+    std::int64_t default_deadline_s = 0;  ///< deadline after created_at without settle_deadline_at
+    std::int64_t sweep_interval_ms = 0;   ///< pause between two sweeps
+    std::size_t sweep_batch_size = 0;     ///< bets read per sweep statement
+};
+
+/// Holds settings of the reconciliation (the ledger summed and compared with the balance rows).
+struct reconcile_settings {
+    std::int64_t interval_ms = 0;           ///< pause between scheduled runs; 0: on demand only
+    std::size_t chunk_accounts = 0;         ///< accounts compared per chunk transaction
+    std::size_t chunk_transfers = 0;        ///< transfers read per ledger chunk transaction
+    std::int64_t chunk_pause_ms = 0;        ///< pause between two chunks (0: none)
+    std::int64_t lock_timeout_ms = 0;       ///< SET LOCAL lock_timeout of a chunk (incident rows)
+    std::int64_t statement_timeout_ms = 0;  ///< SET LOCAL statement_timeout of a chunk and audit
+    std::int64_t run_timeout_ms = 0;        ///< a run stops (failed) past it; POST waits as long
+};
+
 /// Holds the defaults of a market created by the feed without its own limits.
 struct market_defaults {
     std::int64_t stake_min_minor = 0;
@@ -97,6 +116,8 @@ struct config {
     actor_settings actors;
     placement_settings placement;
     settlement_settings settlement;
+    reservation_settings reservations;
+    reconcile_settings reconcile;
     market_defaults markets;
 };
 

@@ -1,0 +1,140 @@
+// `fulltime audit [--json]`: every money invariant (db/audit_statements.cpp, the one definition
+// the tests use too) checked on the configured database, one line each:
+//   PASS  <invariant>  (0 violations)
+//   FAIL  <invariant>  (<n> violations)  <a few of them>
+// Each check is one read-only statement in its own read-only transaction: no row lock, no
+// write; some read a whole table. Exit status: 0 when every invariant holds, 1 when one does
+// not, 2 on a usage error or when the database could not be reached or did not answer.
+
+#include "app/commands/commands.hpp"
+#include "app/commands/database_target.hpp"
+
+#include "db/audit_statements.hpp"
+#include "fulltime/db/connection.hpp"
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/use_future.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <exception>
+#include <optional>
+
+namespace fulltime::app {
+
+namespace {
+
+struct audit_line {
+    const db::audit_invariant* invariant = nullptr;
+    db::outcome<db::audit_finding> finding = db::failure{};
+};
+
+struct audit_report {
+    std::optional<db::failure> connect_failure;
+    std::vector<audit_line> lines;
+};
+
+boost::asio::awaitable<audit_report> run_audit(boost::asio::any_io_executor executor,
+                                               std::string conninfo, config cfg) {
+    audit_report report;
+    auto conn = co_await db::connection::open(
+        executor, conninfo, std::chrono::milliseconds(cfg.database.connect_timeout_ms),
+        std::chrono::milliseconds(cfg.reconcile.statement_timeout_ms +
+                                  cfg.database.query_timeout_ms));
+    if (!conn) {
+        report.connect_failure = conn.error();
+        co_return report;
+    }
+    for (const auto& invariant : db::audit_invariants()) {
+        audit_line line;
+        line.invariant = &invariant;
+        line.finding =
+            co_await db::check_invariant(**conn, invariant, cfg.reconcile.statement_timeout_ms);
+        const bool broken = !line.finding && (*conn)->broken();
+        report.lines.push_back(std::move(line));
+        if (broken) {
+            break;  // the rest cannot run on this connection
+        }
+    }
+    co_return report;
+}
+
+}  // namespace
+
+int audit_command(const config& cfg, const std::vector<std::string>& args) {
+    bool as_json = false;
+    for (const auto& a : args) {
+        if (a == "--json") {
+            as_json = true;
+        } else {
+            std::fprintf(stderr,
+                         "fulltime audit: unknown argument '%s' (usage: fulltime audit [--json])\n",
+                         a.c_str());
+            return 2;
+        }
+    }
+    std::optional<database_target> target;
+    try {
+        target.emplace(open_database_target(cfg));
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "fulltime: %s\n", e.what());
+        return 2;
+    }
+    // A private cluster that a running `fulltime serve` owns stays up after this command.
+    if (target->cluster && target->cluster->adopted()) {
+        target->cluster->leave_running();
+    }
+
+    boost::asio::io_context ioc;
+    auto done = boost::asio::co_spawn(ioc, run_audit(ioc.get_executor(), target->conninfo, cfg),
+                                      boost::asio::use_future);
+    ioc.run();
+    const audit_report report = done.get();
+    if (report.connect_failure) {
+        std::fprintf(stderr, "fulltime: cannot reach the database: %s\n",
+                     db::describe(*report.connect_failure).c_str());
+        return 2;
+    }
+
+    int failed = 0;
+    int errors = 0;
+    nlohmann::json list = nlohmann::json::array();
+    for (const auto& line : report.lines) {
+        const std::string name(line.invariant->name);
+        if (!line.finding) {
+            ++errors;
+            std::fprintf(stderr, "fulltime: checking %s failed: %s\n", name.c_str(),
+                         db::describe(line.finding.error()).c_str());
+            continue;
+        }
+        const auto& f = *line.finding;
+        const bool passed = f.violations == 0;
+        failed += passed ? 0 : 1;
+        if (as_json) {
+            list.push_back({{"name", name},
+                            {"description", std::string(line.invariant->description)},
+                            {"passed", passed},
+                            {"violations", f.violations},
+                            {"sample", f.sample}});
+        } else {
+            std::printf("%s  %s  (%lld violations)%s%s\n", passed ? "PASS" : "FAIL", name.c_str(),
+                        static_cast<long long>(f.violations), f.sample.empty() ? "" : "  ",
+                        f.sample.c_str());
+        }
+    }
+    if (errors > 0 || report.lines.size() != db::audit_invariants().size()) {
+        return 2;
+    }
+    if (as_json) {
+        std::printf("%s\n", nlohmann::json{{"passed", failed == 0}, {"invariants", std::move(list)}}
+                                .dump()
+                                .c_str());
+    } else {
+        std::printf("audit: %d of %zu invariants broken\n", failed, db::audit_invariants().size());
+    }
+    return failed == 0 ? 0 : 1;
+}
+
+}  // namespace fulltime::app

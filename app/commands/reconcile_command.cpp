@@ -1,0 +1,98 @@
+// `fulltime reconcile [--json]`: one reconciliation run against the configured database, with
+// the actor's own code (actors::reconcile_once) and SQL, then its summary. Exit status: 0 when
+// the run finished and no balance_drift, currency_mismatch or currency_imbalance incident is
+// open, 1 when one is, 2 when the run could not be made (usage, connection, failure).
+
+#include "app/commands/commands.hpp"
+#include "app/commands/database_target.hpp"
+
+#include "fulltime/actors/reconciliation.hpp"
+#include "fulltime/core/money.hpp"
+#include "fulltime/db/pool.hpp"
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/use_future.hpp>
+
+#include <cstdio>
+#include <exception>
+#include <stdexcept>
+
+namespace fulltime::app {
+
+namespace {
+
+void print_summary(const actors::reconcile_summary& s) {
+    std::printf(
+        "reconciled %lld accounts in %lld chunks and %lld transfers in %lld chunks "
+        "in %lld ms\n",
+        static_cast<long long>(s.accounts_checked), static_cast<long long>(s.chunks),
+        static_cast<long long>(s.transfers_checked), static_cast<long long>(s.transfer_chunks),
+        static_cast<long long>(s.duration_ms));
+    std::printf("found %lld balance drifts and %lld currency mismatches\n",
+                static_cast<long long>(s.drifts), static_cast<long long>(s.mismatches));
+    std::printf("incidents: %lld opened, %lld seen again, %lld resolved\n",
+                static_cast<long long>(s.incidents_opened),
+                static_cast<long long>(s.incidents_seen_again),
+                static_cast<long long>(s.incidents_resolved));
+    for (const auto& c : s.currencies) {
+        std::printf("currency %s: %lld accounts, imbalance %s\n", c.code.c_str(),
+                    static_cast<long long>(c.accounts),
+                    money::format_amount(c.imbalance_minor).c_str());
+    }
+    for (const auto& [kind, count] : s.incidents_open) {
+        std::printf("open %s: %lld\n", kind.c_str(), static_cast<long long>(count));
+    }
+}
+
+}  // namespace
+
+int reconcile_command(const config& cfg, const std::vector<std::string>& args) {
+    bool as_json = false;
+    for (const auto& a : args) {
+        if (a == "--json") {
+            as_json = true;
+        } else {
+            std::fprintf(stderr,
+                         "fulltime reconcile: unknown argument '%s' (usage: fulltime "
+                         "reconcile [--json])\n",
+                         a.c_str());
+            return 2;
+        }
+    }
+    std::optional<database_target> target;
+    try {
+        target.emplace(open_database_target(cfg));
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "fulltime: %s\n", e.what());
+        return 2;
+    }
+    // A private cluster that a running `fulltime serve` owns stays up after this command.
+    if (target->cluster && target->cluster->adopted()) {
+        target->cluster->leave_running();
+    }
+
+    const auto settings = actors::reconcile_run_settings::from(cfg);
+    boost::asio::io_context ioc;
+    db::pool pool(ioc.get_executor(), "reconcile", target->conninfo,
+                  pool_settings{1, 1, cfg.database.connect_timeout_ms},
+                  std::chrono::milliseconds(cfg.database.connect_timeout_ms),
+                  settings.query_timeout);
+    auto done =
+        boost::asio::co_spawn(ioc, actors::reconcile_once(pool, settings), boost::asio::use_future);
+    ioc.run();
+    const auto run = done.get();
+    if (!run) {
+        std::fprintf(stderr, "fulltime: the reconciliation failed: %s\n",
+                     db::describe(run.error()).c_str());
+        return 2;
+    }
+    if (as_json) {
+        std::printf("%s\n", actors::to_json(*run).c_str());
+    } else {
+        print_summary(*run);
+    }
+    return run->reconciliation_incidents_open() > 0 ? 1 : 0;
+}
+
+}  // namespace fulltime::app

@@ -1,0 +1,143 @@
+// `fulltime void-overdue --market M [--key K] [--force] [--operator NAME]`: the operator's
+// release of a market's overdue reservations. It stores one void_open event (see
+// db/migrations/0008_terminal_states.sql, fulltime_void_overdue) and exits; the settlement of a
+// running `fulltime serve` finds it on its next scan (settlement.poll_interval_ms) and applies
+// it like any result event. With no engine running the event waits, durable, and the next
+// `fulltime serve` applies it when it starts.
+
+#include "app/commands/commands.hpp"
+#include "app/commands/database_target.hpp"
+
+#include "db/reservation_statements.hpp"
+#include "fulltime/db/connection.hpp"
+#include "fulltime/db/error.hpp"
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/use_future.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <charconv>
+#include <chrono>
+#include <cstdio>
+#include <stdexcept>
+
+namespace fulltime::app {
+
+namespace {
+
+namespace asio = boost::asio;
+
+constexpr const char* usage =
+    "usage: fulltime void-overdue --market ID [--key KEY] [--force] [--operator NAME]";
+// result_events.event_key's bounds (0001) and the producer name's (payload only).
+constexpr std::size_t key_bytes_max = 255;
+constexpr std::size_t operator_bytes_max = 64;
+// Lock-timeout retries of the one transaction: it waits only on a concurrent intake of the
+// same market (the suspension's row lock) or of the same key.
+constexpr std::size_t lock_retries_max = 3;
+
+std::int64_t parse_market(const std::string& text) {
+    std::int64_t v = 0;
+    auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+    if (text.empty() || ec != std::errc{} || ptr != text.data() + text.size() || v <= 0) {
+        throw std::invalid_argument("--market must be a positive integer, got '" + text + "'");
+    }
+    return v;
+}
+
+asio::awaitable<db::outcome<db::void_overdue_record>> run(asio::any_io_executor executor,
+                                                          std::string conninfo, config cfg,
+                                                          db::void_overdue_request request) {
+    auto conn = co_await db::connection::open(
+        executor, conninfo, std::chrono::milliseconds(cfg.database.connect_timeout_ms),
+        std::chrono::milliseconds(cfg.database.query_timeout_ms));
+    if (!conn) {
+        co_return conn.error();
+    }
+    const db::transaction_options options{cfg.placement.lock_timeout_ms,
+                                          cfg.database.statement_timeout_ms};
+    auto done = co_await db::void_overdue(**conn, std::move(request), options, lock_retries_max);
+    co_return done;
+}
+
+}  // namespace
+
+int void_overdue_command(const config& cfg, const std::vector<std::string>& args) {
+    db::void_overdue_request request;
+    request.operator_name = "cli";
+    bool have_market = false;
+    for (std::size_t i = 0; i < args.size(); ++i) {
+        const std::string& a = args[i];
+        auto value = [&]() -> const std::string& {
+            if (i + 1 >= args.size()) {
+                throw std::invalid_argument(a + " needs a value; " + usage);
+            }
+            return args[++i];
+        };
+        if (a == "--market") {
+            request.market_id = parse_market(value());
+            have_market = true;
+        } else if (a == "--key") {
+            request.event_key = value();
+            if (request.event_key.empty() || request.event_key.size() > key_bytes_max) {
+                throw std::invalid_argument("--key must be 1 to 255 bytes");
+            }
+        } else if (a == "--operator") {
+            request.operator_name = value();
+            if (request.operator_name.empty() ||
+                request.operator_name.size() > operator_bytes_max) {
+                throw std::invalid_argument("--operator must be 1 to 64 bytes");
+            }
+        } else if (a == "--force") {
+            request.force = true;
+        } else {
+            throw std::invalid_argument("unknown argument '" + a + "'; " + usage);
+        }
+    }
+    if (!have_market) {
+        throw std::invalid_argument(usage);
+    }
+    request.grace_s = cfg.reservations.grace_s;
+    request.default_deadline_s = cfg.reservations.default_deadline_s;
+    const std::int64_t market_id = request.market_id;
+
+    database_target target = open_database_target(cfg);
+    if (target.cluster && target.cluster->adopted()) {
+        // The private cluster belongs to a running `fulltime serve`: stopping it on exit would
+        // take the engine's database away.
+        target.cluster->leave_running();
+    }
+    asio::io_context ioc{1};
+    auto fut = asio::co_spawn(
+        ioc, run(ioc.get_executor(), target.conninfo, cfg, std::move(request)), asio::use_future);
+    ioc.run();
+    auto done = fut.get();
+    if (!done) {
+        throw std::runtime_error("void-overdue failed: " + db::describe(done.error()));
+    }
+    const bool accepted = done->status == db::void_overdue_status::stored ||
+                          done->status == db::void_overdue_status::duplicate;
+    nlohmann::json out{
+        {"market_id", market_id}, {"event_key", done->event_key}, {"message", done->message}};
+    if (accepted) {
+        out["outcome"] = std::string(db::to_string(done->status));
+        out["duplicate"] = done->status == db::void_overdue_status::duplicate;
+        out["seq"] = done->seq;
+    } else {
+        out["code"] = std::string(db::to_string(done->status));
+    }
+    if (!done->deadline.empty()) {
+        out["deadline"] = done->deadline;
+    }
+    std::printf("%s\n", out.dump().c_str());
+    if (!accepted) {
+        std::fprintf(stderr, "fulltime: %s: %s\n", std::string(db::to_string(done->status)).c_str(),
+                     done->message.c_str());
+        return 1;
+    }
+    return 0;
+}
+
+}  // namespace fulltime::app

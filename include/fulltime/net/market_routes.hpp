@@ -1,0 +1,31 @@
+#pragma once
+/// Market-level HTTP routes of issue 5 (docs/protocol-feed.md):
+/// - `POST /v1/markets/{id}/void-overdue` (admin token): the operator's void of the market's
+///   open bets past their reservation deadline, as `fulltime void-overdue` does; body optional
+///   `{"key":"..","force":true}`.
+/// - `GET /v1/feed/markets/{id}/events` (producer token): the market's result events, newest
+///   first, with how each one was applied: applied_at, the bets it skipped per terminal-state
+///   code and its refusal code. The feed's ack is sent when an event is stored, before it is
+///   applied, so this is where a producer reads what its event did.
+
+#include "fulltime/net/http_route.hpp"
+
+#include <cstdint>
+#include <functional>
+
+namespace fulltime {
+struct config;
+}  // namespace fulltime
+
+namespace fulltime::db {
+struct pools;
+}  // namespace fulltime::db
+
+namespace fulltime::net {
+
+/// Returns the routes. `on_stored(market)` runs after a void is stored (the engine wakes the
+/// market's settlement with it); cfg and pools must outlive the gateway.
+http_routes make_market_routes(const config& cfg, db::pools& pools,
+                               std::function<void(std::int64_t)> on_stored);
+
+}  // namespace fulltime::net

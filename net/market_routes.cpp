@@ -1,0 +1,217 @@
+#include "fulltime/net/market_routes.hpp"
+
+#include "db/reservation_statements.hpp"
+#include "fulltime/config/config.hpp"
+#include "fulltime/core/feed_protocol.hpp"
+#include "fulltime/core/log.hpp"
+#include "fulltime/db/pool.hpp"
+#include "net/ws_message.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <exception>
+#include <memory>
+
+namespace fulltime::net {
+
+namespace asio = boost::asio;
+using nlohmann::json;
+
+namespace {
+
+constexpr std::string_view markets_path = "/v1/markets/";
+constexpr std::string_view feed_markets_path = "/v1/feed/markets/";
+// Lock-timeout retries of the void's one transaction, as for the feed's intake.
+constexpr std::size_t void_lock_retries_max = 3;
+// Events listed per request: the newest ones.
+constexpr int events_listed_max = 100;
+
+// The market's newest events with their outcomes, as one JSON document built by PostgreSQL.
+const std::string events_sql =
+    "SELECT coalesce(jsonb_agg(x ORDER BY x.seq DESC), '[]'::jsonb)::text FROM ("
+    "  SELECT e.seq, e.event_key, e.kind, e.producer, e.received_at, e.applied_at, "
+    "         coalesce(e.skipped, '{}'::jsonb) AS skipped, e.refusal "
+    "  FROM result_events e WHERE e.market_id = $1::bigint "
+    "  ORDER BY e.seq DESC LIMIT $2::integer) x";
+
+struct market_routes_state {
+    const config* cfg = nullptr;
+    db::pools* pools = nullptr;
+    std::function<void(std::int64_t)> on_stored;
+};
+
+http_response json_response(unsigned status, const json& body) {
+    http_response r;
+    r.status = status;
+    r.body = detail::to_wire(body);
+    return r;
+}
+
+http_response failed(const db::failure& f, std::string_view what) {
+    if (f.code == db::errc::lock_timeout || f.code == db::errc::pool_timeout ||
+        f.code == db::errc::pool_queue_full || f.retryable()) {
+        return json_error(503, "busy", "the database is busy; retry (the same key is safe)");
+    }
+    log::error(std::string(what) + " failed: " + db::describe(f));
+    return json_error(503, "unavailable", "the database is unavailable; retry");
+}
+
+// Parses "{prefix}{id}/{suffix}"; nullopt when the path has another shape.
+std::optional<std::string_view> id_between(std::string_view path, std::string_view prefix,
+                                           std::string_view suffix) {
+    if (!path.starts_with(prefix)) {
+        return std::nullopt;
+    }
+    const std::string_view tail = path.substr(prefix.size());
+    const auto slash = tail.find('/');
+    if (slash == std::string_view::npos || tail.substr(slash + 1) != suffix) {
+        return std::nullopt;
+    }
+    return tail.substr(0, slash);
+}
+
+unsigned http_status_of(db::void_overdue_status s) {
+    switch (s) {
+        case db::void_overdue_status::stored:
+        case db::void_overdue_status::duplicate:
+            return 200;
+        case db::void_overdue_status::unknown_market:
+            return 404;
+        case db::void_overdue_status::conflict:
+        case db::void_overdue_status::not_overdue:
+        case db::void_overdue_status::nothing_to_void:
+            return 409;
+    }
+    return 500;
+}
+
+asio::awaitable<http_response> post_void_overdue(std::shared_ptr<market_routes_state> st,
+                                                 http_request request) {
+    const auto id_text = id_between(request.path, markets_path, "void-overdue");
+    if (!id_text) {
+        co_return json_error(404, "not_found", "no such resource: " + request.path.substr(0, 128));
+    }
+    const auto market_id = feed::parse_path_id(*id_text);
+    if (!market_id) {
+        co_return json_error(400, "invalid_request",
+                             "the market id in the path must be a positive integer");
+    }
+    db::void_overdue_request req;
+    req.market_id = *market_id;
+    req.operator_name = "admin-api";
+    req.grace_s = st->cfg->reservations.grace_s;
+    req.default_deadline_s = st->cfg->reservations.default_deadline_s;
+    if (!request.body.empty()) {
+        const json body = json::parse(request.body, nullptr, false);
+        if (body.is_discarded() || !body.is_object()) {
+            co_return json_error(400, "invalid_json", "the body is not a JSON object");
+        }
+        for (const auto& [name, value] : body.items()) {
+            if (name == "key" && value.is_string() && !value.get<std::string>().empty() &&
+                value.get<std::string>().size() <= 255) {
+                req.event_key = value.get<std::string>();
+            } else if (name == "force" && value.is_boolean()) {
+                req.force = value.get<bool>();
+            } else {
+                co_return json_error(400, "invalid_request",
+                                     "\"" + name.substr(0, 64) +
+                                         "\" is not a field of a void-overdue request (key: "
+                                         "1 to 255 bytes, force: true or false)");
+            }
+        }
+    }
+    auto conn = co_await st->pools->background->acquire();
+    if (!conn) {
+        co_return failed(conn.error(), "void-overdue");
+    }
+    const db::transaction_options options{st->cfg->placement.lock_timeout_ms,
+                                          st->cfg->database.statement_timeout_ms};
+    auto done = co_await db::void_overdue(**conn, std::move(req), options, void_lock_retries_max);
+    if (!done) {
+        co_return failed(done.error(), "void-overdue");
+    }
+    const bool accepted = done->status == db::void_overdue_status::stored ||
+                          done->status == db::void_overdue_status::duplicate;
+    if (!accepted) {
+        co_return json_error(http_status_of(done->status), db::to_string(done->status),
+                             done->message);
+    }
+    if (done->status == db::void_overdue_status::stored && st->on_stored) {
+        try {
+            st->on_stored(*market_id);
+        } catch (const std::exception& e) {
+            // The event is durable; the settlement's scan finds it.
+            log::error("void-overdue: waking market " + std::to_string(*market_id) +
+                       " threw: " + e.what());
+        }
+    }
+    co_return json_response(200,
+                            json{{"market_id", *market_id},
+                                 {"seq", done->seq},
+                                 {"event_key", done->event_key},
+                                 {"duplicate", done->status == db::void_overdue_status::duplicate},
+                                 {"deadline", done->deadline}});
+}
+
+asio::awaitable<http_response> get_market_events(std::shared_ptr<market_routes_state> st,
+                                                 http_request request) {
+    const auto id_text = id_between(request.path, feed_markets_path, "events");
+    if (!id_text) {
+        co_return json_error(404, "not_found", "no such resource: " + request.path.substr(0, 128));
+    }
+    const auto market_id = feed::parse_path_id(*id_text);
+    if (!market_id) {
+        co_return json_error(400, "invalid_request",
+                             "the market id in the path must be a positive integer");
+    }
+    auto conn = co_await st->pools->background->acquire();
+    if (!conn) {
+        co_return failed(conn.error(), "market events");
+    }
+    auto rows = co_await (*conn)->query(events_sql, db::params(*market_id, events_listed_max));
+    if (!rows) {
+        co_return failed(rows.error(), "market events");
+    }
+    auto text = rows->get<std::string_view>(0, 0);
+    if (!text) {
+        co_return failed(text.error(), "market events");
+    }
+    json events = json::parse(*text, nullptr, false);
+    co_return json_response(200, json{{"market_id", *market_id}, {"events", std::move(events)}});
+}
+
+}  // namespace
+
+http_routes make_market_routes(const config& cfg, db::pools& pools,
+                               std::function<void(std::int64_t)> on_stored) {
+    auto st = std::make_shared<market_routes_state>();
+    st->cfg = &cfg;
+    st->pools = &pools;
+    st->on_stored = std::move(on_stored);
+
+    http_routes routes;
+    http_route void_route;
+    void_route.name = "market_void_overdue";
+    void_route.method = "POST";
+    void_route.path = "/v1/markets";
+    void_route.prefix = true;
+    void_route.auth = route_auth::admin;
+    void_route.handler = [st](http_request request) {
+        return post_void_overdue(st, std::move(request));
+    };
+    routes.push_back(std::move(void_route));
+
+    http_route events_route;
+    events_route.name = "feed_market_events";
+    events_route.method = "GET";
+    events_route.path = "/v1/feed/markets";
+    events_route.prefix = true;
+    events_route.auth = route_auth::producer;
+    events_route.handler = [st](http_request request) {
+        return get_market_events(st, std::move(request));
+    };
+    routes.push_back(std::move(events_route));
+    return routes;
+}
+
+}  // namespace fulltime::net
