@@ -1,7 +1,14 @@
-"""DESIGN.md's money invariants, checked on a live database with plain SQL (no engine code).
-Every end-to-end scenario calls assert_money_invariants at its end."""
+"""DESIGN.md's money invariants, checked on a live database twice, independently: with this
+file's own plain SQL (no engine code), and with the operator's tool, `fulltime audit --json`
+(db/audit_statements.cpp, shared with the C++ pg tests). Both must pass; a bug in one cannot
+hide behind the other. Every end-to-end scenario calls assert_money_invariants at its end."""
+
+import json
+import tempfile
 
 import psycopg
+
+from harness import engine_env, run_cli
 
 # Every side of every transfer, signed: a side's balance is its credits minus its debits.
 SIDES = """
@@ -12,8 +19,39 @@ SIDES = """
 """
 
 
+def audit(conninfo, timeout=120):
+    """Runs `fulltime audit --json` against conninfo; returns (exit status, parsed report or
+    None, stderr)."""
+    code, out, err = run_cli(["audit", "--json"],
+                             engine_env({"FULLTIME_DATABASE_URL": conninfo},
+                                        state_dir=tempfile.gettempdir()), timeout=timeout)
+    try:
+        report = json.loads(out) if out.strip() else None
+    except ValueError:
+        report = None
+    return code, report, err
+
+
+def audit_violations(conninfo):
+    """The failing lines of `fulltime audit`, one string each."""
+    code, report, err = audit(conninfo)
+    if code not in (0, 1) or report is None:
+        raise AssertionError(f"fulltime audit could not run (exit {code}): {err}")
+    problems = ["audit %s: %s violations: %s" % (i["name"], i["violations"], i["sample"])
+                for i in report["invariants"] if not i["passed"]]
+    if (code == 0) != (not problems):
+        problems.append(f"fulltime audit exited {code} with {len(problems)} failing lines")
+    return problems
+
+
 def money_violations(conninfo):
-    """Returns a list of human-readable violations (empty when the books are right)."""
+    """Returns a list of human-readable violations (empty when the books are right): this
+    file's own checks, then the audit's."""
+    return sql_violations(conninfo) + audit_violations(conninfo)
+
+
+def sql_violations(conninfo):
+    """The invariants in plain SQL, written here independently of the engine's audit."""
     problems = []
     with psycopg.connect(conninfo) as conn:
         for currency, total in conn.execute(
