@@ -7,7 +7,8 @@ engine. It predicts every placement's outcome and every balance: deposits and wi
 races of concurrent placements on one account), suspensions and odds changes, result events
 with void and dead-heat factors, corrections, rollbacks, cancels with time windows and their
 rollbacks, duplicate and out-of-order feed events, and SIGKILL + restart of the engine at random
-moments (between operations, while a market settles, in the middle of a burst of placements).
+moments (between operations, while a market settles, in the middle of a burst of placements),
+and the operator's void of a market's open bets (`POST /v1/markets/{id}/void-overdue`).
 
 After every operation, once the engine has applied every feed event the model knows it can
 (events apply per market in seq order), the engine's balances and every bet's effect in force
@@ -193,6 +194,9 @@ class Model:
                     self._reverse(bet)
                     if outcomes is not None:
                         self._settle(bet, outcomes)
+            elif kind == "void_open":
+                if state is None:
+                    self._cancel(bet)
         if kind == "result":
             market.effective = outcomes
         elif kind == "rollback_result":
@@ -466,7 +470,10 @@ class Run:
             self.note(f"withdrawal {a} {key} again")
             return
         key = self.new_key("wd")
-        if available > 0 and self.rng.random() < 0.6:
+        r = self.rng.random()
+        if available > 0 and r < 0.25:
+            amount = available              # drained: a later correction leaves a debt
+        elif available > 0 and r < 0.7:
             amount = self.rng.randint(1, available)
         else:
             amount = available + self.rng.randint(1, 5000)
@@ -720,8 +727,9 @@ class Run:
             return self.op_place()
         mk = self.rng.choice(live)
         r = self.rng.random()
-        if mk.sent and r < 0.15:
-            seq = self.rng.choice(list(mk.sent))
+        resendable = [q for q, ev in mk.sent.items() if ev["type"] != "void_open"]
+        if resendable and r < 0.15:
+            seq = self.rng.choice(resendable)
             self.send_event(mk.sent[seq], expect_duplicate=True)
             self.note(f"feed duplicate {mk.market_id} seq {seq}")
             return
@@ -739,6 +747,8 @@ class Run:
             self.note(f"feed out of order {mk.market_id}: {second} then {first}")
         else:
             ev = self.make_event(mk)
+            if ev["type"] in ("result", "rollback_result", "cancel") and self.rng.random() < 0.5:
+                self.spend_winnings(mk)
             self.send_event(ev)
             mk.sent[ev["seq"]] = ev
             if ev["type"] in ("result", "cancel"):
@@ -750,6 +760,58 @@ class Run:
             time.sleep(self.rng.uniform(0, 0.05))
             self.restart_after_kill()
             self.note("SIGKILL while settling, restarted")
+
+    def op_void_overdue(self):
+        """The operator's void of a market's open bets (POST /v1/markets/{id}/void-overdue):
+        before the deadline it is refused unless forced; forced, it is an event in the market's
+        seq that voids the open bets only; the same key again is a duplicate."""
+        m = self.model
+        live = [mk for mk in m.markets.values() if mk.bets]
+        if not live:
+            return self.op_place()
+        mk = self.rng.choice(live)
+        path = f"/v1/markets/{mk.market_id}/void-overdue"
+        open_bets = [b for b in mk.bets if b.in_force is None]
+        if not open_bets:
+            status, body = self.post(path, {"force": True, "key": self.new_key("void")}, self.admin)
+            expect(status == 409 and body.get("error") == "nothing_to_void",
+                   f"void-overdue of {mk.market_id} without open bets: {status} {body}")
+            self.note(f"void-overdue {mk.market_id}: nothing_to_void")
+            return
+        if self.rng.random() < 0.3:
+            status, body = self.post(path, {}, self.admin)
+            expect(status == 409 and body.get("error") == "not_overdue",
+                   f"void-overdue of {mk.market_id} before its deadline: {status} {body}")
+            self.note(f"void-overdue {mk.market_id}: not_overdue")
+            return
+        key = self.new_key("void")
+        status, body = self.post(path, {"force": True, "key": key}, self.admin)
+        expect(status == 200 and body.get("duplicate") is False and body.get("seq") == mk.next_seq,
+               f"void-overdue of {mk.market_id} (next seq {mk.next_seq}): {status} {body}")
+        ev = {"type": "void_open", "market_id": mk.market_id, "seq": mk.next_seq, "event_key": key}
+        mk.sent[mk.next_seq] = ev
+        mk.next_seq += 1
+        mk.status = "suspended"
+        m.apply_ready_events(mk)
+        status, body = self.post(path, {"force": True, "key": key}, self.admin)
+        expect(status == 200 and body.get("duplicate") is True and body.get("seq") == ev["seq"],
+               f"void-overdue again with key {key}: {status} {body}")
+        self.note(f"void-overdue {mk.market_id} seq {ev['seq']}: {len(open_bets)} open bets")
+
+    def spend_winnings(self, mk):
+        """Bettors holding paid-out bets on the market withdraw everything before the
+        correction comes: reversing their payouts then needs the house's advance (debt)."""
+        m = self.model
+        for a in sorted({b.account for b in mk.bets if b.in_force and b.in_force[0] == "settle"
+                         and b.in_force[1] > 0}):
+            available = self.observed_available(a)
+            if available > 0:
+                key = self.new_key("spend")
+                status, body = self.transfer("withdrawal", a, available, key)
+                expect(status in (200, 201), f"withdrawal of all {available} of {a}: {status} {body}")
+                m.withdrawals[(a, key)] = available
+                m.net[a] -= available
+                self.note(f"withdrawal {a} {money(available)} (all, before a correction)")
 
     def op_kill(self):
         self.restart_after_kill()
@@ -772,7 +834,7 @@ class Run:
 
     OPS = [("deposit", 14), ("withdrawal", 7), ("place", 30), ("race", 5), ("race_kill", 2),
            ("catalog", 6), ("market", 3), ("feed", 18), ("kill", 2), ("bad_input", 2),
-           ("account", 1)]
+           ("account", 1), ("void_overdue", 2)]
 
     def run(self):
         self.start()
