@@ -14,6 +14,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <chrono>
 #include <limits>
 #include <string>
 
@@ -39,6 +41,7 @@ const std::string read_sql =
     "ORDER BY o.xact_id, o.outbox_id LIMIT 2000";
 
 constexpr int rows_per_pass_max = 2000;
+constexpr std::chrono::milliseconds stop_poll{100};
 
 }  // namespace
 
@@ -110,8 +113,13 @@ asio::awaitable<void> run_settlement_pushes(db::pool& pool, connection_registry&
                 full = rows->rows() >= rows_per_pass_max;
             }
         }
-        timer.expires_after(interval);
-        co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
+        // Wait the interval in slices, so a stop is seen within stop_poll whatever the interval
+        // (a pending timer keeps the event loop, and so the process, alive after a drain).
+        const auto until = std::chrono::steady_clock::now() + interval;
+        while (!*stop && std::chrono::steady_clock::now() < until) {
+            timer.expires_at(std::min(until, std::chrono::steady_clock::now() + stop_poll));
+            co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
+        }
     }
 }
 

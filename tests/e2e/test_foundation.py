@@ -57,6 +57,19 @@ class ServeTest(WithDatabase):
         self.assertEqual(code, 0, engine.log())
         self.assertIn("stopped", engine.log())
 
+    def test_a_stop_does_not_wait_for_the_background_loops_intervals(self):
+        # Every periodic loop (pushes, reconciliation, the sweeper) set to an hour: a SIGTERM
+        # must still end the process within the drain, not when a pending timer fires.
+        env = dict(self.env, FULLTIME_SETTLEMENT_PUSH_INTERVAL_MS="3600000",
+                   FULLTIME_RECONCILE_INTERVAL_MS="3600000",
+                   FULLTIME_RESERVATIONS_SWEEP_INTERVAL_MS="3600000")
+        engine = Engine(env)
+        engine.wait_ready()
+        # stop() fails the test if the process has not exited 30 s after the signal (the
+        # drain's deadline is 10 s); before the fix it waited for the push loop's hour.
+        code = engine.stop(signal.SIGTERM, timeout_s=30)
+        self.assertEqual(code, 0, engine.log())
+
     def test_websocket_upgrade_needs_a_valid_token(self):
         code, account_token, err = run_cli(["token", "account", "42"], self.env)
         self.assertEqual(code, 0, err)
