@@ -106,6 +106,36 @@ outcome<incident_changes> read_changes(const result& r, int first_column) {
     return incident_changes{*opened, *seen, *resolved};
 }
 
+// The row both chunk functions return: (last id, rows checked, problems found, three incident
+// counts, currency codes, one integer per code).
+struct chunk_row {
+    std::optional<std::int64_t> last;
+    std::int64_t checked = 0;
+    std::int64_t found = 0;
+    incident_changes changes;
+    std::vector<std::pair<std::string, std::int64_t>> per_currency;
+};
+
+outcome<chunk_row> read_chunk_row(const result& r, std::string_view function) {
+    if (r.rows() != 1) {
+        return bad_row(function);
+    }
+    auto last = r.get<std::optional<std::int64_t>>(0, 0);
+    auto checked = r.get<std::int32_t>(0, 1);
+    auto found = r.get<std::int32_t>(0, 2);
+    auto changes = read_changes(r, 3);
+    auto codes = r.get<std::optional<std::string_view>>(0, 6);
+    auto numbers = r.get<std::optional<std::string_view>>(0, 7);
+    if (!last || !checked || !found || !changes || !codes || !numbers) {
+        return bad_row(function);
+    }
+    auto per_currency = zip(codes->value_or(""), numbers->value_or(""));
+    if (!per_currency) {
+        return bad_row(function);
+    }
+    return chunk_row{*last, *checked, *found, *changes, std::move(*per_currency)};
+}
+
 asio::awaitable<outcome<detail::decision<accounts_chunk>>> accounts_body(
     std::int64_t after, std::int64_t limit, std::string run_started,
     std::chrono::milliseconds timeout, connection& conn) {
@@ -113,29 +143,12 @@ asio::awaitable<outcome<detail::decision<accounts_chunk>>> accounts_body(
     if (!r) {
         co_return r.error();
     }
-    if (r->rows() != 1) {
-        co_return bad_row("fulltime_reconcile_accounts");
+    auto row = read_chunk_row(*r, "fulltime_reconcile_accounts");
+    if (!row) {
+        co_return row.error();
     }
-    accounts_chunk out;
-    auto last = r->get<std::optional<std::int64_t>>(0, 0);
-    auto checked = r->get<std::int32_t>(0, 1);
-    auto drifts = r->get<std::int32_t>(0, 2);
-    auto changes = read_changes(*r, 3);
-    auto codes = r->get<std::optional<std::string_view>>(0, 6);
-    auto counts = r->get<std::optional<std::string_view>>(0, 7);
-    if (!last || !checked || !drifts || !changes || !codes || !counts) {
-        co_return bad_row("fulltime_reconcile_accounts");
-    }
-    auto per_currency = zip(codes->value_or(""), counts->value_or(""));
-    if (!per_currency) {
-        co_return bad_row("fulltime_reconcile_accounts");
-    }
-    out.last_account = *last;
-    out.accounts_checked = *checked;
-    out.drifts = *drifts;
-    out.changes = *changes;
-    out.accounts_per_currency = std::move(*per_currency);
-    co_return detail::keep(std::move(out));
+    co_return detail::keep(accounts_chunk{row->last, row->checked, row->found, row->changes,
+                                          std::move(row->per_currency)});
 }
 
 asio::awaitable<outcome<detail::decision<transfers_chunk>>> transfers_body(
@@ -145,29 +158,12 @@ asio::awaitable<outcome<detail::decision<transfers_chunk>>> transfers_body(
     if (!r) {
         co_return r.error();
     }
-    if (r->rows() != 1) {
-        co_return bad_row("fulltime_reconcile_transfers");
+    auto row = read_chunk_row(*r, "fulltime_reconcile_transfers");
+    if (!row) {
+        co_return row.error();
     }
-    transfers_chunk out;
-    auto last = r->get<std::optional<std::int64_t>>(0, 0);
-    auto checked = r->get<std::int32_t>(0, 1);
-    auto mismatches = r->get<std::int32_t>(0, 2);
-    auto changes = read_changes(*r, 3);
-    auto codes = r->get<std::optional<std::string_view>>(0, 6);
-    auto sums = r->get<std::optional<std::string_view>>(0, 7);
-    if (!last || !checked || !mismatches || !changes || !codes || !sums) {
-        co_return bad_row("fulltime_reconcile_transfers");
-    }
-    auto per_currency = zip(codes->value_or(""), sums->value_or(""));
-    if (!per_currency) {
-        co_return bad_row("fulltime_reconcile_transfers");
-    }
-    out.last_transfer = *last;
-    out.transfers_checked = *checked;
-    out.mismatches = *mismatches;
-    out.changes = *changes;
-    out.currency_sums = std::move(*per_currency);
-    co_return detail::keep(std::move(out));
+    co_return detail::keep(transfers_chunk{row->last, row->checked, row->found, row->changes,
+                                           std::move(row->per_currency)});
 }
 
 asio::awaitable<outcome<detail::decision<incident_changes>>> currencies_body(
