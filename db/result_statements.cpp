@@ -1,4 +1,4 @@
-#include "db/result_statements.hpp"
+#include "fulltime/db/result_statements.hpp"
 
 #include "db/short_transaction.hpp"
 

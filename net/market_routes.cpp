@@ -1,10 +1,10 @@
 #include "fulltime/net/market_routes.hpp"
 
-#include "db/reservation_statements.hpp"
 #include "fulltime/config/config.hpp"
 #include "fulltime/core/feed_protocol.hpp"
 #include "fulltime/core/log.hpp"
 #include "fulltime/db/pool.hpp"
+#include "fulltime/db/reservation_statements.hpp"
 #include "net/ws_message.hpp"
 
 #include <nlohmann/json.hpp>
