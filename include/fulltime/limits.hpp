@@ -51,6 +51,13 @@ inline constexpr std::int64_t timeout_ms_max = 3'600'000;
 /// Parameters in one statement (libpq itself allows 65535).
 inline constexpr std::size_t statement_params_max = 65'535;
 
+// --- Pushes and read paths ---------------------------------------------------------------------
+
+/// Outbox rows one pass of the settlement push loop reads in one statement. A full page means
+/// more rows may be waiting, and the loop reads the next page at once; a shorter one ends the
+/// pass until the next interval.
+inline constexpr std::size_t push_scan_rows_max = 2000;
+
 // --- Placement ---------------------------------------------------------------------------------
 
 /// Requests waiting in one placement actor's queue (the one running excluded). Beyond it a
