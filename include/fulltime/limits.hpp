@@ -57,6 +57,11 @@ inline constexpr std::size_t statement_params_max = 65'535;
 /// more rows may be waiting, and the loop reads the next page at once; a shorter one ends the
 /// pass until the next interval.
 inline constexpr std::size_t push_scan_rows_max = 2000;
+/// Markets with a settlement backlog that GET /v1/diagnostics lists (one JSON document built by
+/// PostgreSQL, so its size is bounded here).
+inline constexpr std::size_t diagnostics_backlog_markets_max = 100;
+/// Events refused as a whole that GET /v1/diagnostics lists, the newest first.
+inline constexpr std::size_t diagnostics_refused_events_max = 20;
 
 // --- Placement ---------------------------------------------------------------------------------
 
