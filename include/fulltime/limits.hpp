@@ -62,6 +62,8 @@ inline constexpr std::size_t push_scan_rows_max = 2000;
 inline constexpr std::size_t diagnostics_backlog_markets_max = 100;
 /// Events refused as a whole that GET /v1/diagnostics lists, the newest first.
 inline constexpr std::size_t diagnostics_refused_events_max = 20;
+/// Result events GET /v1/feed/markets/{id}/events lists for one market, the newest first.
+inline constexpr std::size_t market_events_listed_max = 100;
 
 // --- Placement ---------------------------------------------------------------------------------
 
