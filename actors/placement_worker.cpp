@@ -3,48 +3,17 @@
 #include "fulltime/core/assert.hpp"
 #include "fulltime/core/log.hpp"
 #include "fulltime/core/metrics.hpp"
+#include "fulltime/db/placement_statements.hpp"
 #include "fulltime/db/transaction.hpp"
 #include "fulltime/limits.hpp"
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
-#include <functional>
 
 namespace fulltime::actors::detail {
 
 namespace asio = boost::asio;
 
 namespace {
-
-// One statement, one round trip, its own transaction (autocommit): see 0002_placement.sql,
-// 0003_group_commit.sql and 0004_shard_hint.sql.
-const std::string place_group_sql =
-    "SELECT item, outcome, response::text "
-    "FROM fulltime_place_group($1::jsonb, $2::integer, $3::integer)";
-
-// Encodes the group as the JSON array fulltime_place_group reads: a bound parameter, so keys
-// with any characters need no escaping of ours.
-std::string encode_group(const std::vector<group_item>& items) {
-    nlohmann::json array = nlohmann::json::array();
-    for (const auto& it : items) {
-        const auto& r = it.request;
-        array.push_back({{"a", r.account_id},
-                         {"k", r.idempotency_key},
-                         {"f", it.fingerprint},
-                         {"s", r.selection_id},
-                         {"st", r.stake_minor},
-                         {"o", r.odds_units},
-                         {"ac", bets::to_string(r.accept)}});
-    }
-    return array.dump();
-}
-
-const std::string purge_sql =
-    "DELETE FROM idempotency_keys WHERE (account_id, idempotency_key) IN ("
-    "SELECT account_id, idempotency_key FROM idempotency_keys "
-    "WHERE created_at < now() - make_interval(secs => $1::bigint) "
-    "ORDER BY created_at LIMIT $2::bigint)";
 
 bets::place_result failed_result() {
     bets::place_result r;
@@ -71,7 +40,12 @@ asio::awaitable<std::vector<bets::place_result>> execute_group(
     FULLTIME_DEBUG_ASSERT(!items.empty() && items.size() <= limits::placement_group_max);
     placement_worker& w = *worker;
     const std::size_t n = items.size();
-    const std::string group = encode_group(items);
+    std::vector<db::place_group_item> entries;
+    entries.reserve(n);
+    for (const auto& it : items) {
+        entries.push_back(db::place_group_item{&it.request, it.fingerprint});
+    }
+    const std::string group = db::encode_place_group(entries);
     placement_metrics& m = *w.metrics;
     std::size_t lock_retries = 0;
     std::size_t reconnects = 0;
@@ -105,35 +79,31 @@ asio::awaitable<std::vector<bets::place_result>> execute_group(
             std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now);
         const auto timeout =
             std::max(std::chrono::milliseconds(1), std::min(w.query_timeout, remaining));
-        db::params args(group, static_cast<std::int64_t>(w.lock_timeout_ms),
-                        static_cast<std::int64_t>(w.shard_hint));
-        auto rows = co_await conn->query(place_group_sql, std::move(args), timeout);
+        auto rows = co_await db::place_group(*conn, group, w.lock_timeout_ms,
+                                             static_cast<std::int64_t>(w.shard_hint), timeout);
         const bool broken = conn->broken();
         if (!w.closed && !broken) {
             w.conn = std::move(conn);
         }
         if (rows) {
-            if (rows->rows() != static_cast<int>(n)) {
+            if (rows->size() != static_cast<int>(n)) {
                 log::error("placement: fulltime_place_group returned " +
-                           std::to_string(rows->rows()) + " rows for " + std::to_string(n));
+                           std::to_string(rows->size()) + " rows for " + std::to_string(n));
                 co_return all(n, failed_result());
             }
             std::vector<bets::place_result> results(n, failed_result());
-            for (int row = 0; row < rows->rows(); ++row) {
-                auto item = rows->get<std::int32_t>(row, 0);
-                auto outcome = rows->get<std::string_view>(row, 1);
-                auto response = rows->get<std::string_view>(row, 2);
-                if (!item || !outcome || !response || *item < 1 ||
-                    static_cast<std::size_t>(*item) > n) {
+            for (int row = 0; row < rows->size(); ++row) {
+                auto read = rows->at(row);
+                if (!read || read->item < 1 || static_cast<std::size_t>(read->item) > n) {
                     log::error("placement: fulltime_place_group returned an unexpected shape");
                     continue;
                 }
-                auto result = bets::read_place_outcome(*outcome, *response);
+                auto result = bets::read_place_outcome(read->outcome, read->response);
                 if (!result) {
                     log::error("placement: " + result.error().message);
                     continue;
                 }
-                results[static_cast<std::size_t>(*item - 1)] = std::move(*result);
+                results[static_cast<std::size_t>(read->item - 1)] = std::move(*result);
             }
             co_return results;
         }
@@ -187,20 +157,6 @@ asio::awaitable<void> warm(std::shared_ptr<placement_worker> worker) {
     }
 }
 
-namespace {
-
-asio::awaitable<db::outcome<std::int64_t>> delete_batch(std::int64_t retention_s,
-                                                        std::int64_t batch_max,
-                                                        db::connection& conn) {
-    auto deleted = co_await conn.query(purge_sql, db::params(retention_s, batch_max));
-    if (!deleted) {
-        co_return db::outcome<std::int64_t>{deleted.error()};
-    }
-    co_return deleted->affected_rows();
-}
-
-}  // namespace
-
 asio::awaitable<std::optional<std::int64_t>> purge_round(std::shared_ptr<purge_worker> worker) {
     purge_worker& w = *worker;
     placement_metrics& m = *w.metrics;
@@ -221,8 +177,8 @@ asio::awaitable<std::optional<std::int64_t>> purge_round(std::shared_ptr<purge_w
     for (std::size_t batch = 0; batch < limits::purge_batches_per_round_max && !w.closed; ++batch) {
         // One short transaction per batch: a long DELETE would hold an old snapshot (and the
         // deleted rows' locks) for its whole run, which DESIGN.md's observability calls out.
-        auto deleted = co_await db::in_transaction(
-            **conn, options, std::bind_front(&delete_batch, w.retention_s, batch_max));
+        auto deleted =
+            co_await db::purge_idempotency_keys(**conn, w.retention_s, batch_max, options);
         if (!deleted) {
             m.purge_failures.inc();
             log::warn("idempotency purge: " + db::describe(deleted.error()));

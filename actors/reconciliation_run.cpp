@@ -1,10 +1,10 @@
 // One reconciliation run: the steps of reconciliation.hpp, shared by the actor and by
 // `fulltime reconcile`.
 
-#include "db/reconciliation_statements.hpp"
 #include "fulltime/actors/reconciliation.hpp"
 #include "fulltime/core/money.hpp"
 #include "fulltime/db/pool.hpp"
+#include "fulltime/db/reconciliation_statements.hpp"
 #include "fulltime/limits.hpp"
 
 #include <boost/asio/as_tuple.hpp>

@@ -2,13 +2,13 @@
 // and the threading model: the actor holds the schedule and the waiting requests; every run is
 // a coroutine on the io_context, whose result comes back to the actor as a message.
 
-#include "db/reconciliation_statements.hpp"
 #include "fulltime/actors/bridge.hpp"
 #include "fulltime/actors/reconciliation.hpp"
 #include "fulltime/core/assert.hpp"
 #include "fulltime/core/log.hpp"
 #include "fulltime/core/metrics.hpp"
 #include "fulltime/db/pool.hpp"
+#include "fulltime/db/reconciliation_statements.hpp"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>

@@ -2,12 +2,12 @@
 
 #include "fulltime/actors/reservation_sweeper.hpp"
 
-#include "db/reservation_statements.hpp"
 #include "fulltime/core/assert.hpp"
 #include "fulltime/core/log.hpp"
 #include "fulltime/core/metrics.hpp"
 #include "fulltime/db/error.hpp"
 #include "fulltime/db/pool.hpp"
+#include "fulltime/db/reservation_statements.hpp"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>

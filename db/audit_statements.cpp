@@ -1,4 +1,4 @@
-#include "db/audit_statements.hpp"
+#include "fulltime/db/audit_statements.hpp"
 
 #include "fulltime/db/transaction.hpp"
 

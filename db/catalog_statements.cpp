@@ -1,4 +1,4 @@
-#include "db/catalog_statements.hpp"
+#include "fulltime/db/catalog_statements.hpp"
 
 #include "db/short_transaction.hpp"
 #include "fulltime/core/money.hpp"

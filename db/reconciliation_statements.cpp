@@ -1,4 +1,4 @@
-#include "db/reconciliation_statements.hpp"
+#include "fulltime/db/reconciliation_statements.hpp"
 
 #include "db/short_transaction.hpp"
 

@@ -1,4 +1,4 @@
-#include "db/reservation_statements.hpp"
+#include "fulltime/db/reservation_statements.hpp"
 
 #include "db/short_transaction.hpp"
 

@@ -1,4 +1,4 @@
-#include "db/result_statements.hpp"
+#include "fulltime/db/result_statements.hpp"
 
 #include "db/short_transaction.hpp"
 
@@ -19,10 +19,18 @@ using decided = detail::decision<result_event_record>;
 
 // One statement: the market and selection checks, the insert (ON CONFLICT DO NOTHING), the
 // duplicate-or-conflict comparison on the stored row, and for a result or cancel the market's
-// suspension, all in the function (db/migrations/0005_settlement.sql).
+// suspension, all in the function (db/functions/fulltime_record_result.sql).
 constexpr const char* record_result_sql =
     "SELECT outcome, result_event_id, detail "
     "FROM fulltime_record_result($1::bigint, $2::integer, $3::text, $4::text, $5::jsonb, $6::text)";
+
+// The market's newest events with their outcomes, as one JSON document built by PostgreSQL.
+constexpr const char* list_events_sql =
+    "SELECT coalesce(jsonb_agg(x ORDER BY x.seq DESC), '[]'::jsonb)::text FROM ("
+    "  SELECT e.seq, e.event_key, e.kind, e.producer, e.received_at, e.applied_at, "
+    "         coalesce(e.skipped, '{}'::jsonb) AS skipped, e.refusal "
+    "  FROM result_events e WHERE e.market_id = $1::bigint "
+    "  ORDER BY e.seq DESC LIMIT $2::integer) x";
 
 std::optional<result_event_status> status_from_string(std::string_view text) noexcept {
     for (auto s : {result_event_status::stored, result_event_status::duplicate,
@@ -119,6 +127,20 @@ asio::awaitable<outcome<result_event_record>> record_result_event(
         conn, options, lock_retries_max,
         std::bind_front(record_body, std::move(message), std::move(producer)));
     co_return done;
+}
+
+asio::awaitable<outcome<std::string>> list_result_events_json(connection& conn,
+                                                             std::int64_t market_id,
+                                                             std::int64_t limit) {
+    auto rows = co_await conn.query(list_events_sql, params(market_id, limit));
+    if (!rows) {
+        co_return rows.error();
+    }
+    auto text = rows->get<std::string>(0, 0);
+    if (!text) {
+        co_return text.error();
+    }
+    co_return std::move(*text);
 }
 
 }  // namespace fulltime::db

@@ -1,4 +1,4 @@
-#include "db/wallet_statements.hpp"
+#include "fulltime/db/wallet_statements.hpp"
 
 #include "db/short_transaction.hpp"
 

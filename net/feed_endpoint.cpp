@@ -1,12 +1,12 @@
 #include "fulltime/net/feed_endpoint.hpp"
 
-#include "db/catalog_statements.hpp"
-#include "db/result_statements.hpp"
 #include "fulltime/config/config.hpp"
 #include "fulltime/core/feed_protocol.hpp"
 #include "fulltime/core/log.hpp"
 #include "fulltime/core/metrics.hpp"
+#include "fulltime/db/catalog_statements.hpp"
 #include "fulltime/db/pool.hpp"
+#include "fulltime/db/result_statements.hpp"
 #include "net/ws_message.hpp"
 
 #include <nlohmann/json.hpp>

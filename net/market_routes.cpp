@@ -1,10 +1,12 @@
 #include "fulltime/net/market_routes.hpp"
 
-#include "db/reservation_statements.hpp"
 #include "fulltime/config/config.hpp"
 #include "fulltime/core/feed_protocol.hpp"
 #include "fulltime/core/log.hpp"
 #include "fulltime/db/pool.hpp"
+#include "fulltime/db/reservation_statements.hpp"
+#include "fulltime/db/result_statements.hpp"
+#include "fulltime/limits.hpp"
 #include "net/ws_message.hpp"
 
 #include <nlohmann/json.hpp>
@@ -23,16 +25,6 @@ constexpr std::string_view markets_path = "/v1/markets/";
 constexpr std::string_view feed_markets_path = "/v1/feed/markets/";
 // Lock-timeout retries of the void's one transaction, as for the feed's intake.
 constexpr std::size_t void_lock_retries_max = 3;
-// Events listed per request: the newest ones.
-constexpr int events_listed_max = 100;
-
-// The market's newest events with their outcomes, as one JSON document built by PostgreSQL.
-const std::string events_sql =
-    "SELECT coalesce(jsonb_agg(x ORDER BY x.seq DESC), '[]'::jsonb)::text FROM ("
-    "  SELECT e.seq, e.event_key, e.kind, e.producer, e.received_at, e.applied_at, "
-    "         coalesce(e.skipped, '{}'::jsonb) AS skipped, e.refusal "
-    "  FROM result_events e WHERE e.market_id = $1::bigint "
-    "  ORDER BY e.seq DESC LIMIT $2::integer) x";
 
 struct market_routes_state {
     const config* cfg = nullptr;
@@ -168,11 +160,8 @@ asio::awaitable<http_response> get_market_events(std::shared_ptr<market_routes_s
     if (!conn) {
         co_return failed(conn.error(), "market events");
     }
-    auto rows = co_await (*conn)->query(events_sql, db::params(*market_id, events_listed_max));
-    if (!rows) {
-        co_return failed(rows.error(), "market events");
-    }
-    auto text = rows->get<std::string_view>(0, 0);
+    auto text = co_await db::list_result_events_json(
+        **conn, *market_id, static_cast<std::int64_t>(limits::market_events_listed_max));
     if (!text) {
         co_return failed(text.error(), "market events");
     }

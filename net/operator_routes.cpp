@@ -1,12 +1,12 @@
 #include "fulltime/net/operator_routes.hpp"
 
-#include "db/wallet_statements.hpp"
 #include "fulltime/config/config.hpp"
 #include "fulltime/core/feed_protocol.hpp"
 #include "fulltime/core/log.hpp"
 #include "fulltime/core/metrics.hpp"
 #include "fulltime/core/money.hpp"
 #include "fulltime/db/pool.hpp"
+#include "fulltime/db/wallet_statements.hpp"
 #include "net/ws_message.hpp"
 
 #include <nlohmann/json.hpp>

@@ -1,11 +1,11 @@
 #include "fulltime/net/reconciliation_routes.hpp"
 
-#include "db/reconciliation_statements.hpp"
 #include "fulltime/actors/reconciliation.hpp"
 #include "fulltime/core/feed_protocol.hpp"
 #include "fulltime/core/log.hpp"
 #include "fulltime/core/money.hpp"
 #include "fulltime/db/pool.hpp"
+#include "fulltime/db/reconciliation_statements.hpp"
 #include "fulltime/limits.hpp"
 #include "net/token_extraction.hpp"
 #include "net/ws_message.hpp"

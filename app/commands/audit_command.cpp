@@ -9,7 +9,7 @@
 #include "app/commands/commands.hpp"
 #include "app/commands/database_target.hpp"
 
-#include "db/audit_statements.hpp"
+#include "fulltime/db/audit_statements.hpp"
 #include "fulltime/db/connection.hpp"
 
 #include <boost/asio/co_spawn.hpp>

@@ -8,9 +8,9 @@
 #include "app/commands/commands.hpp"
 #include "app/commands/database_target.hpp"
 
-#include "db/reservation_statements.hpp"
 #include "fulltime/db/connection.hpp"
 #include "fulltime/db/error.hpp"
+#include "fulltime/db/reservation_statements.hpp"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>

@@ -51,6 +51,20 @@ inline constexpr std::int64_t timeout_ms_max = 3'600'000;
 /// Parameters in one statement (libpq itself allows 65535).
 inline constexpr std::size_t statement_params_max = 65'535;
 
+// --- Pushes and read paths ---------------------------------------------------------------------
+
+/// Outbox rows one pass of the settlement push loop reads in one statement. A full page means
+/// more rows may be waiting, and the loop reads the next page at once; a shorter one ends the
+/// pass until the next interval.
+inline constexpr std::size_t push_scan_rows_max = 2000;
+/// Markets with a settlement backlog that GET /v1/diagnostics lists (one JSON document built by
+/// PostgreSQL, so its size is bounded here).
+inline constexpr std::size_t diagnostics_backlog_markets_max = 100;
+/// Events refused as a whole that GET /v1/diagnostics lists, the newest first.
+inline constexpr std::size_t diagnostics_refused_events_max = 20;
+/// Result events GET /v1/feed/markets/{id}/events lists for one market, the newest first.
+inline constexpr std::size_t market_events_listed_max = 100;
+
 // --- Placement ---------------------------------------------------------------------------------
 
 /// Requests waiting in one placement actor's queue (the one running excluded). Beyond it a

@@ -4,12 +4,12 @@
 // the test asks: each problem must become exactly one incident, the engine must never
 // touch the money, and a problem fixed by hand must be closed by the next run.
 
-#include "db/audit_statements.hpp"
 #include "fulltime/actors/reconciliation.hpp"
 #include "fulltime/actors/runtime.hpp"
 #include "fulltime/actors/settlement.hpp"
 #include "fulltime/config/config.hpp"
 #include "fulltime/core/metrics.hpp"
+#include "fulltime/db/audit_statements.hpp"
 #include "fulltime/db/connection.hpp"
 #include "fulltime/db/pool.hpp"
 #include "support/invariants.hpp"

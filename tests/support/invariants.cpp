@@ -1,6 +1,6 @@
 #include "support/invariants.hpp"
 
-#include "db/audit_statements.hpp"
+#include "fulltime/db/audit_statements.hpp"
 #include "support/pg_support.hpp"
 
 namespace fulltime::test {

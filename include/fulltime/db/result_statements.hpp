@@ -1,8 +1,9 @@
 #pragma once
 /// The result-event intake: a producer's `result`, `rollback_result`, `cancel` or
 /// `rollback_cancel` stored in result_events exactly once (DESIGN.md "Settlement"; the rules are
-/// in db/migrations/0005_settlement.sql, fulltime_record_result, and docs/protocol-feed.md).
-/// Each message is one short transaction, acknowledged only after it committed.
+/// in db/functions/fulltime_record_result.sql and docs/protocol-feed.md). Each message is one
+/// short transaction, acknowledged only after it committed. Also the listing of a market's
+/// stored events for its producer.
 
 #include "fulltime/core/feed_protocol.hpp"
 #include "fulltime/db/connection.hpp"
@@ -45,5 +46,12 @@ struct result_event_record {
 boost::asio::awaitable<outcome<result_event_record>> record_result_event(
     connection& conn, feed::result_event_message message, std::string producer,
     transaction_options options, std::size_t lock_retries_max);
+
+/// Returns the newest `limit` result events of `market_id` (seq, event_key, kind, producer,
+/// received_at, applied_at, skipped, refusal), newest first, as one JSON array built by
+/// PostgreSQL; "[]" for a market without events.
+boost::asio::awaitable<outcome<std::string>> list_result_events_json(connection& conn,
+                                                                    std::int64_t market_id,
+                                                                    std::int64_t limit);
 
 }  // namespace fulltime::db

@@ -2,7 +2,8 @@
 /// Reconciliation and incidents in SQL: one chunk of the accounts pass, one chunk of the ledger
 /// pass, the end of a run (each currency's sum), the open incidents per kind, and the incident
 /// listing of GET /v1/incidents. The rules, and why each comparison is one statement, are in
-/// db/migrations/0007_reconciliation.sql; the run that strings the chunks together is
+/// db/functions/fulltime_reconcile_accounts.sql, fulltime_reconcile_transfers.sql and
+/// fulltime_reconcile_currencies.sql; the run that strings the chunks together is
 /// actors::reconcile_once (include/fulltime/actors/reconciliation.hpp).
 
 #include "fulltime/db/connection.hpp"

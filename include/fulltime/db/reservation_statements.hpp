@@ -1,7 +1,9 @@
 #pragma once
-/// Reservation deadlines (db/migrations/0008_terminal_states.sql): the operator's void of a
-/// market's overdue open bets, and the reads and writes of the overdue-reservation sweeper.
-/// Every function is one short statement or transaction; none locks a balance row.
+/// Reservation deadlines: the operator's void of a market's overdue open bets, and the reads and
+/// writes of the overdue-reservation sweeper (the rules are in db/functions/:
+/// fulltime_void_overdue.sql, fulltime_reservation_deadline.sql, fulltime_open_bets_chunk.sql
+/// and fulltime_note_overdue.sql). Every function is one short statement or transaction; none
+/// locks a balance row.
 
 #include "fulltime/db/connection.hpp"
 #include "fulltime/db/transaction.hpp"

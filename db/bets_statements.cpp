@@ -1,0 +1,97 @@
+#include "fulltime/db/bets_statements.hpp"
+
+#include <string>
+#include <utility>
+
+namespace fulltime::db {
+
+namespace asio = boost::asio;
+
+namespace {
+
+constexpr const char* balance_sql =
+    "SELECT available, reserved, currency FROM accounts WHERE account_id = $1::bigint";
+
+// Newest first. A bet is settled when it has an effect (settle or cancel) that no reversal
+// undid; its effective settlement is the highest such version (schema: bet_settlements).
+constexpr const char* bets_sql =
+    "SELECT b.bet_id, b.market_id, b.selection_id, b.stake, b.odds, b.currency, "
+    "to_char(b.placed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"'), "
+    "e.version, e.outcome, e.payout "
+    "FROM bets b LEFT JOIN LATERAL ("
+    "  SELECT s.version, s.outcome, s.payout FROM bet_settlements s "
+    "  WHERE s.bet_id = b.bet_id AND NOT s.reversal AND NOT EXISTS ("
+    "    SELECT 1 FROM bet_settlements r "
+    "    WHERE r.bet_id = s.bet_id AND r.version = s.version AND r.reversal) "
+    "  ORDER BY s.version DESC LIMIT 1) e ON true "
+    "WHERE b.account_id = $1::bigint "
+    "AND ($2::text = 'all' OR ($2::text = 'settled') = (e.version IS NOT NULL)) "
+    "ORDER BY b.bet_id DESC LIMIT $3::bigint";
+
+}  // namespace
+
+asio::awaitable<outcome<std::optional<bets::balance>>> read_balance(connection& conn,
+                                                                    std::int64_t account_id) {
+    auto rows = co_await conn.query(balance_sql, params(account_id));
+    if (!rows) {
+        co_return rows.error();
+    }
+    if (rows->rows() == 0) {
+        co_return std::optional<bets::balance>{};
+    }
+    auto available = rows->get<std::int64_t>(0, 0);
+    auto reserved = rows->get<std::int64_t>(0, 1);
+    auto currency = rows->get<std::string>(0, 2);
+    if (!available || !reserved || !currency) {
+        co_return failure{errc::bad_result, {}, "unexpected balance row"};
+    }
+    co_return std::optional<bets::balance>{
+        bets::balance{*available, *reserved, std::move(*currency)}};
+}
+
+asio::awaitable<outcome<std::vector<bets::bet_line>>> list_bets(connection& conn,
+                                                                std::int64_t account_id,
+                                                                bets::status_filter status,
+                                                                std::int64_t limit) {
+    auto rows = co_await conn.query(bets_sql, params(account_id, bets::to_string(status), limit));
+    if (!rows) {
+        co_return rows.error();
+    }
+    std::vector<bets::bet_line> out;
+    out.reserve(static_cast<std::size_t>(rows->rows()));
+    for (int i = 0; i < rows->rows(); ++i) {
+        bets::bet_line line;
+        line.bet.account_id = account_id;
+        auto bet_id = rows->get<std::int64_t>(i, 0);
+        auto market_id = rows->get<std::int64_t>(i, 1);
+        auto selection_id = rows->get<std::int64_t>(i, 2);
+        auto stake = rows->get<std::int64_t>(i, 3);
+        auto odds = rows->get<std::int64_t>(i, 4);
+        auto currency = rows->get<std::string>(i, 5);
+        auto placed_at = rows->get<std::string>(i, 6);
+        auto version = rows->get<std::optional<std::int32_t>>(i, 7);
+        auto outcome_text = rows->get<std::optional<std::string>>(i, 8);
+        auto payout = rows->get<std::optional<std::int64_t>>(i, 9);
+        if (!bet_id || !market_id || !selection_id || !stake || !odds || !currency || !placed_at ||
+            !version || !outcome_text || !payout) {
+            co_return failure{errc::bad_result, {}, "unexpected bets row"};
+        }
+        line.bet.bet_id = *bet_id;
+        line.bet.market_id = *market_id;
+        line.bet.selection_id = *selection_id;
+        line.bet.stake_minor = *stake;
+        line.bet.odds_units = *odds;
+        line.bet.placed_at = std::move(*placed_at);
+        line.currency = std::move(*currency);
+        if (*version) {
+            line.settled = true;
+            line.version = **version;
+            line.outcome = outcome_text->value_or("");
+            line.payout_minor = payout->value_or(0);
+        }
+        out.push_back(std::move(line));
+    }
+    co_return out;
+}
+
+}  // namespace fulltime::db
