@@ -82,7 +82,7 @@ placement_service::placement_service(caf::actor_system& system, asio::any_io_exe
     p->pool = &background;
     p->retention_s = cfg.placement.idempotency_retention_s;
     p->batch_max = cfg.placement.purge_batch_max;
-    p->lock_timeout_ms = cfg.placement.lock_timeout_ms;
+    p->lock_timeout_ms = cfg.placement.purge_lock_timeout_ms;
     p->statement_timeout_ms = cfg.database.statement_timeout_ms;
     p->metrics = &metrics;
     impl_->purge_worker = p;

@@ -27,7 +27,7 @@ settlement_service::settlement_service(caf::actor_system& system, asio::any_io_e
     auto w = std::make_shared<detail::settlement_worker>();
     w->settlement = &settlement;
     w->background = &background;
-    w->batch_size = static_cast<std::int64_t>(cfg.settlement.batch_size);
+    w->batch_bets_max = static_cast<std::int64_t>(cfg.settlement.batch_bets_max);
     w->lock_timeout_ms = cfg.settlement.lock_timeout_ms;
     w->query_timeout = std::chrono::milliseconds(cfg.database.query_timeout_ms);
     w->metrics = &metrics;

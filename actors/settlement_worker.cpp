@@ -69,7 +69,7 @@ asio::awaitable<step_result> run_step(std::shared_ptr<settlement_worker> worker,
         co_return failed("no settlement connection: " + db::describe(conn.error()));
     }
     const auto start = std::chrono::steady_clock::now();
-    db::params args(market_id, w.batch_size, w.lock_timeout_ms);
+    db::params args(market_id, w.batch_bets_max, w.lock_timeout_ms);
     // The step runs after the acquire: record its own time, not the wait for a connection.
     auto rows = co_await (*conn)->query(step_sql, std::move(args), w.query_timeout);
     const auto elapsed = std::chrono::duration_cast<std::chrono::microseconds>(

@@ -5,6 +5,7 @@
 #include "fulltime/core/feed_protocol.hpp"
 #include "fulltime/core/log.hpp"
 #include "fulltime/db/pool.hpp"
+#include "fulltime/limits.hpp"
 #include "net/ws_message.hpp"
 
 #include <nlohmann/json.hpp>
@@ -21,10 +22,8 @@ namespace {
 
 constexpr std::string_view markets_path = "/v1/markets/";
 constexpr std::string_view feed_markets_path = "/v1/feed/markets/";
-// Lock-timeout retries of the void's one transaction, as for the feed's intake.
-constexpr std::size_t void_lock_retries_max = 3;
 // Events listed per request: the newest ones.
-constexpr int events_listed_max = 100;
+constexpr int events_listed_max = static_cast<int>(limits::market_events_listed_max);
 
 // The market's newest events with their outcomes, as one JSON document built by PostgreSQL.
 const std::string events_sql =
@@ -124,9 +123,10 @@ asio::awaitable<http_response> post_void_overdue(std::shared_ptr<market_routes_s
     if (!conn) {
         co_return failed(conn.error(), "void-overdue");
     }
-    const db::transaction_options options{st->cfg->placement.lock_timeout_ms,
+    const db::transaction_options options{st->cfg->admin.lock_timeout_ms,
                                           st->cfg->database.statement_timeout_ms};
-    auto done = co_await db::void_overdue(**conn, std::move(req), options, void_lock_retries_max);
+    auto done =
+        co_await db::void_overdue(**conn, std::move(req), options, st->cfg->admin.lock_retries_max);
     if (!done) {
         co_return failed(done.error(), "void-overdue");
     }

@@ -9,7 +9,7 @@
 /// (db/functions/fulltime_settle_step.sql) on a connection of the `settlement` pool, retrying a
 /// lock timeout at once within the slot (limits::settlement_step_lock_retries_max). A step is
 /// one short transaction: start the next event, wait on the fence, settle at most
-/// `settlement.batch_size` bets after the checkpoint, or finish the event. A market with
+/// `settlement.batch_bets_max` bets after the checkpoint, or finish the event. A market with
 /// nothing left to apply (or a gap in its seq) retires its actor; the next event, or the
 /// coordinator's periodic scan, brings it back.
 ///
