@@ -1,7 +1,7 @@
 #pragma once
-/// Internals of the placement path shared by actors/placement_*.cpp: the io-side state of each
-/// actor and the coroutines that run on the io_context. No CAF here: these run on the engine's
-/// single io thread and never see an actor.
+/// Internals of the placement path shared by actors/placement_*.cpp and the purge actor: the
+/// io-side state of each actor and the coroutines that run on the io_context. No CAF here: these
+/// run on the engine's single io thread and never see an actor.
 
 #include "fulltime/actors/placement.hpp"
 #include "fulltime/db/pool.hpp"

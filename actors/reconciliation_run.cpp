@@ -26,9 +26,6 @@ using steady = std::chrono::steady_clock;
 
 namespace {
 
-// Lock timeouts a step retries (its incident writes may wait on another instance's run).
-constexpr std::size_t step_lock_retries_max = 3;
-
 std::string utc_now_text() {
     const auto now = std::chrono::system_clock::now();
     const auto us =
@@ -142,7 +139,7 @@ asio::awaitable<db::outcome<reconcile_summary>> reconcile_once(
     options.transaction.lock_timeout_ms = settings.lock_timeout_ms;
     options.transaction.statement_timeout_ms = settings.statement_timeout_ms;
     options.query_timeout = settings.query_timeout;
-    options.lock_retries_max = step_lock_retries_max;
+    options.lock_retries_max = limits::reconcile_step_lock_retries_max;
     std::map<std::string, currency_totals> totals;
 
     // 1. The accounts, chunk by chunk. A chunk with fewer accounts than asked is the last one

@@ -2,6 +2,7 @@
 // and the threading model: the actor holds the schedule and the waiting requests; every run is
 // a coroutine on the io_context, whose result comes back to the actor as a message.
 
+#include "actors/io_handoff.hpp"
 #include "fulltime/actors/bridge.hpp"
 #include "fulltime/actors/reconciliation.hpp"
 #include "fulltime/core/assert.hpp"
@@ -9,10 +10,7 @@
 #include "fulltime/core/metrics.hpp"
 #include "fulltime/db/pool.hpp"
 #include "fulltime/db/reconciliation_statements.hpp"
-
-#include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
-#include <boost/asio/post.hpp>
+#include "fulltime/limits.hpp"
 
 #include <caf/all.hpp>
 
@@ -47,11 +45,6 @@ using tick_atom = caf::atom_constant<caf::atom("rc_tick")>;
 using count_atom = caf::atom_constant<caf::atom("rc_count")>;
 using counted_atom = caf::atom_constant<caf::atom("rc_cntd")>;
 
-// How often the open-incident gauges are read between runs: the reservation sweeper (and an
-// operator) change incidents on their own schedule, and the gauges should follow within
-// seconds. One count over the partial index of open incidents: cheap.
-constexpr std::chrono::milliseconds open_count_interval{10'000};
-
 /// Holds the io side: the pool, the run's settings and the stop flag the run reads between
 /// steps. Touched on the io_context only, except `stop` (atomic).
 struct reconcile_worker {
@@ -78,7 +71,8 @@ std::string describe_run(const reconcile_summary& s) {
            " resolved; open: " + (open.empty() ? "none" : open);
 }
 
-asio::awaitable<void> run_and_report(std::shared_ptr<reconcile_worker> w, caf::actor reply_to) {
+// Runs on the io_context: one run, recorded and logged.
+asio::awaitable<reconcile_reply> run_once(std::shared_ptr<reconcile_worker> w) {
     w->metrics->running.set(1);
     auto run = co_await reconcile_once(*w->pool, w->settings, w->stop);
     w->metrics->running.set(0);
@@ -100,10 +94,11 @@ asio::awaitable<void> run_and_report(std::shared_ptr<reconcile_worker> w, caf::a
             log::error("reconciliation: the run failed: " + db::describe(run.error()));
         }
     }
-    caf::anon_send(reply_to, done_atom::value, std::move(reply));
+    co_return reply;
 }
 
-asio::awaitable<void> count_and_report(std::shared_ptr<reconcile_worker> w, caf::actor reply_to) {
+// Runs on the io_context: reads the open-incident gauges.
+asio::awaitable<void> count_open(std::shared_ptr<reconcile_worker> w) {
     if (!w->stop->load()) {
         auto conn = co_await w->pool->acquire();
         if (conn) {
@@ -119,7 +114,6 @@ asio::awaitable<void> count_and_report(std::shared_ptr<reconcile_worker> w, caf:
             }
         }
     }
-    caf::anon_send(reply_to, counted_atom::value);
 }
 
 // --- The actor -------------------------------------------------------------------------------
@@ -140,10 +134,7 @@ void start_run(reconcile_actor* self) {
     auto& st = self->state;
     FULLTIME_DEBUG_ASSERT(!st.running);
     st.running = true;
-    asio::post(
-        st.io, [w = st.worker, io = st.io, reply_to = caf::actor_cast<caf::actor>(self)]() mutable {
-            asio::co_spawn(io, run_and_report(std::move(w), std::move(reply_to)), asio::detached);
-        });
+    detail::run_on_io<done_atom>(self, st.io, [w = st.worker] { return run_once(w); });
 }
 
 void answer(std::vector<caf::response_promise>& promises, const reconcile_reply& reply) {
@@ -201,13 +192,14 @@ caf::behavior reconcile_behavior(reconcile_actor* self, std::shared_ptr<reconcil
         },
         [self](count_atom) {
             auto& st = self->state;
-            asio::post(st.io, [w = st.worker, io = st.io,
-                               reply_to = caf::actor_cast<caf::actor>(self)]() mutable {
-                asio::co_spawn(io, count_and_report(std::move(w), std::move(reply_to)),
-                               asio::detached);
-            });
+            detail::run_on_io<counted_atom>(self, st.io, [w = st.worker] { return count_open(w); });
         },
-        [self](counted_atom) { self->delayed_send(self, open_count_interval, count_atom::value); },
+        // The reservation sweeper (and an operator) change incidents on their own schedule, and
+        // the gauges should follow within seconds.
+        [self](counted_atom) {
+            const std::chrono::milliseconds pause{limits::reconcile_open_count_interval_ms};
+            self->delayed_send(self, pause, count_atom::value);
+        },
     };
 }
 

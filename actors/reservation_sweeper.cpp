@@ -2,16 +2,14 @@
 
 #include "fulltime/actors/reservation_sweeper.hpp"
 
+#include "actors/io_handoff.hpp"
 #include "fulltime/core/assert.hpp"
 #include "fulltime/core/log.hpp"
 #include "fulltime/core/metrics.hpp"
 #include "fulltime/db/error.hpp"
 #include "fulltime/db/pool.hpp"
 #include "fulltime/db/reservation_statements.hpp"
-
-#include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
-#include <boost/asio/post.hpp>
+#include "fulltime/limits.hpp"
 
 #include <caf/all.hpp>
 
@@ -31,15 +29,6 @@ namespace {
 
 using tick_atom = caf::atom_constant<caf::atom("rs_tick")>;
 using swept_atom = caf::atom_constant<caf::atom("rs_swept")>;
-
-// Markets read per page of a sweep (one short statement of index probes per page).
-constexpr std::int64_t markets_per_page = 200;
-// Markets remembered as clean; past this the memory starts again from nothing (the next sweep
-// re-reads every market past its deadline once), so it cannot grow without bound.
-constexpr std::size_t clean_markets_max = 100'000;
-// Chunks of one market read per sweep: 10^4 chunks of sweep_batch_size bets (10^7 bets at the
-// default) before the sweep gives up on the market and reports what it counted so far.
-constexpr std::int64_t chunks_per_market_max = 10'000;
 
 // Adds the per-currency sums of `chunk` into `total` ({"EUR": minor units}).
 void add_reserved(nlohmann::json& total, const std::string& chunk) {
@@ -69,7 +58,7 @@ void sweep_memory::remember(std::int64_t market, std::int64_t bet_id_max, std::i
         clean_.erase(market);
         return;
     }
-    if (clean_.size() >= clean_markets_max && !clean_.contains(market)) {
+    if (clean_.size() >= limits::sweep_clean_markets_max && !clean_.contains(market)) {
         clean_.clear();
     }
     clean_[market] = {bet_id_max, applied_seq};
@@ -98,7 +87,8 @@ asio::awaitable<sweep_report> sweep_reservations(db::pool& pool, reservation_set
             if (!conn) {
                 co_return fail("no background connection: " + db::describe(conn.error()));
             }
-            auto read = co_await db::read_sweep_page(**conn, after_market, markets_per_page,
+            auto read = co_await db::read_sweep_page(**conn, after_market,
+                                                     limits::sweep_markets_per_page,
                                                      settings.grace_s, settings.default_deadline_s);
             if (!read) {
                 co_return fail("reading markets: " + db::describe(read.error()));
@@ -128,7 +118,7 @@ asio::awaitable<sweep_report> sweep_reservations(db::pool& pool, reservation_set
             if (m.overdue) {
                 ++report.markets_scanned;
                 std::int64_t after_bet = 0;
-                for (std::int64_t chunk = 0; chunk < chunks_per_market_max; ++chunk) {
+                for (std::size_t chunk = 0; chunk < limits::sweep_chunks_per_market_max; ++chunk) {
                     auto read =
                         co_await db::read_open_bets_chunk(**conn, m.market_id, after_bet, batch);
                     if (!read) {
@@ -166,7 +156,7 @@ asio::awaitable<sweep_report> sweep_reservations(db::pool& pool, reservation_set
             }
             memory->remember(m.market_id, m.bet_id_max, m.applied_seq, m.overdue && open_bets == 0);
         }
-        if (static_cast<std::int64_t>(page.size()) < markets_per_page) {
+        if (static_cast<std::int64_t>(page.size()) < limits::sweep_markets_per_page) {
             break;
         }
     }
@@ -197,14 +187,8 @@ using sweeper_actor = caf::stateful_actor<sweeper_state>;
 
 void start_sweep(sweeper_actor* self) {
     const auto& s = self->state.settings;
-    asio::post(s.io, [s, reply_to = caf::actor_cast<caf::actor>(self)]() mutable {
-        asio::co_spawn(
-            s.io,
-            [](sweeper_settings st, caf::actor to) -> asio::awaitable<void> {
-                auto r = co_await sweep_reservations(*st.pool, st.reservations, st.memory);
-                caf::anon_send(to, swept_atom::value, std::move(r));
-            }(s, std::move(reply_to)),
-            asio::detached);
+    detail::run_on_io<swept_atom>(self, s.io, [s] {
+        return sweep_reservations(*s.pool, s.reservations, s.memory);
     });
 }
 

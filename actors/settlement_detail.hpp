@@ -20,7 +20,7 @@ namespace fulltime::actors::detail {
 struct settlement_worker {
     db::pool* settlement = nullptr;  ///< steps
     db::pool* background = nullptr;  ///< backlog scans
-    std::int64_t batch_size = 0;
+    std::int64_t batch_bets_max = 0;  ///< bets one step settles at most (settlement.batch_bets_max)
     std::int64_t lock_timeout_ms = 0;
     std::chrono::milliseconds query_timeout{0};
     settlement_metrics* metrics = nullptr;

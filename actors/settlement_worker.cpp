@@ -44,7 +44,7 @@ asio::awaitable<step_result> run_step(std::shared_ptr<settlement_worker> worker,
     }
     const auto start = std::chrono::steady_clock::now();
     // The step runs after the acquire: record its own time, not the wait for a connection.
-    auto row = co_await db::settle_step(**conn, market_id, w.batch_size, w.lock_timeout_ms,
+    auto row = co_await db::settle_step(**conn, market_id, w.batch_bets_max, w.lock_timeout_ms,
                                         w.query_timeout);
     const auto elapsed = std::chrono::duration_cast<std::chrono::microseconds>(
         std::chrono::steady_clock::now() - start);

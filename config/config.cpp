@@ -299,12 +299,15 @@ config load_config(const std::optional<std::string>& path,
     }
     p.lock_timeout_ms = r.timeout_ms("placement.lock_timeout_ms");
     p.lock_retries_max = r.size("placement.lock_retries_max", 0, limits::placement_lock_retries_max);
-    p.idempotency_retention_s = r.integer("placement.idempotency_retention_s", 60, 366LL * 86400);
-    p.purge_batch_max = r.size("placement.purge_batch_max", 1, 100'000);
+    p.idempotency_retention_s =
+        r.integer("placement.idempotency_retention_s", 60, limits::idempotency_retention_s_max);
+    p.purge_batch_max = r.size("placement.purge_batch_max", 1, limits::purge_batch_keys_max);
     p.purge_interval_ms = r.timeout_ms("placement.purge_interval_ms");
+    p.purge_lock_timeout_ms = r.timeout_ms("placement.purge_lock_timeout_ms");
 
     auto& st = c.settlement;
-    st.batch_size = r.size("settlement.batch_size", 1, 100'000);
+    st.batch_bets_max =
+        r.size("settlement.batch_bets_max", 1, limits::settlement_batch_bets_max);
     // 0: one batch per settlement connection.
     st.batches_in_flight = r.size("settlement.batches_in_flight", 0, limits::pool_size_max);
     if (st.batches_in_flight == 0) {
@@ -321,11 +324,18 @@ config load_config(const std::optional<std::string>& path,
     st.duty_percent = r.integer("settlement.duty_percent", 1, 100);
     st.push_interval_ms = r.timeout_ms("settlement.push_interval_ms");
 
+    c.feed.lock_timeout_ms = r.timeout_ms("feed.lock_timeout_ms");
+    c.feed.lock_retries_max = r.size("feed.lock_retries_max", 0, limits::gateway_lock_retries_max);
+    c.admin.lock_timeout_ms = r.timeout_ms("admin.lock_timeout_ms");
+    c.admin.lock_retries_max =
+        r.size("admin.lock_retries_max", 0, limits::gateway_lock_retries_max);
+
     auto& rs = c.reservations;
-    rs.grace_s = r.integer("reservations.grace_s", 0, 366LL * 86400);
-    rs.default_deadline_s = r.integer("reservations.default_deadline_s", 60, 366LL * 86400);
+    rs.grace_s = r.integer("reservations.grace_s", 0, limits::reservation_deadline_s_max);
+    rs.default_deadline_s =
+        r.integer("reservations.default_deadline_s", 60, limits::reservation_deadline_s_max);
     rs.sweep_interval_ms = r.timeout_ms("reservations.sweep_interval_ms");
-    rs.sweep_batch_size = r.size("reservations.sweep_batch_size", 1, 100'000);
+    rs.sweep_batch_size = r.size("reservations.sweep_batch_size", 1, limits::sweep_batch_bets_max);
 
     auto& rc = c.reconcile;
     rc.interval_ms = r.integer("reconcile.interval_ms", 0, limits::reconcile_interval_ms_max);

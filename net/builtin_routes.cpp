@@ -4,6 +4,7 @@
 #include "fulltime/db/migrations.hpp"
 #include "fulltime/db/pool.hpp"
 #include "fulltime/core/log.hpp"
+#include "fulltime/limits.hpp"
 #include "net/server_state.hpp"
 
 #include <boost/asio/as_tuple.hpp>
@@ -23,11 +24,6 @@ namespace fulltime::net::detail {
 namespace asio = boost::asio;
 
 namespace {
-
-// Bounds the whole readiness check. The pool has its own deadlines; this one makes /readyz
-// answer in time even when they are configured long (a load balancer probes with a short
-// timeout and must get an answer, not a hang).
-constexpr auto readiness_timeout = std::chrono::milliseconds(3000);
 
 enum class readiness { ready, unreachable, pending };
 
@@ -84,7 +80,7 @@ asio::awaitable<http_response> readyz(server_state& state) {
     // and posts its result back.
     auto ex = co_await asio::this_coro::executor;
     auto check = std::make_shared<readiness_check>(ex);
-    check->done.expires_after(readiness_timeout);
+    check->done.expires_after(std::chrono::milliseconds(limits::readiness_timeout_ms));
     // Detached so that the answer is bounded even if the pool ignores cancellation; the check
     // holds the state and a gate entry, so shutdown waits for it.
     auto db_executor = state.svc.db_executor ? state.svc.db_executor

@@ -143,10 +143,10 @@ asio::awaitable<feed_answer> apply_result_event(std::shared_ptr<feed_state> st, 
     }
     // The same timeouts as the catalog: the intake may wait briefly on a catalog message's
     // market lock (the suspension) or on a concurrent insert of the same key.
-    const db::transaction_options options{st->cfg->placement.lock_timeout_ms,
+    const db::transaction_options options{st->cfg->feed.lock_timeout_ms,
                                           st->cfg->database.statement_timeout_ms};
     auto done = co_await db::record_result_event(**conn, std::move(*parsed), std::move(producer),
-                                                 options, st->cfg->placement.lock_retries_max);
+                                                 options, st->cfg->feed.lock_retries_max);
     if (!done) {
         co_return failed(done.error(), type);
     }
@@ -210,9 +210,9 @@ asio::awaitable<feed_answer> apply(std::shared_ptr<feed_state> st, std::string t
     if (!conn) {
         co_return failed(conn.error(), type);
     }
-    const db::transaction_options options{st->cfg->placement.lock_timeout_ms,
+    const db::transaction_options options{st->cfg->feed.lock_timeout_ms,
                                           st->cfg->database.statement_timeout_ms};
-    const std::size_t retries_max = st->cfg->placement.lock_retries_max;
+    const std::size_t retries_max = st->cfg->feed.lock_retries_max;
     db::outcome<db::catalog_result> done = db::failure{};
     std::int64_t market_id = 0;
     if (auto* m = std::get_if<feed::market_message>(&parsed)) {

@@ -32,14 +32,6 @@ using tcp = asio::ip::tcp;
 
 namespace {
 
-// A connection over the limit gets this long to send its request and read the 503.
-constexpr auto refusal_timeout = std::chrono::milliseconds(1000);
-
-// Bounds the discarding of unread input before closing after an early answer.
-constexpr auto linger_timeout = std::chrono::milliseconds(1000);
-constexpr std::size_t linger_bytes_max =
-    limits::http_body_bytes_max + limits::http_header_bytes_max;
-
 // Closing a socket with unread input makes the kernel send a reset, which can destroy the
 // response before the client reads it. After an early answer (413, 431, 400, 503) the client may
 // still be sending its body: stop sending, discard its input within a bound, then let the
@@ -47,10 +39,10 @@ constexpr std::size_t linger_bytes_max =
 asio::awaitable<void> linger(beast::tcp_stream& stream) {
     boost::system::error_code ignored;
     stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
-    std::array<char, 16 * 1024> sink{};
+    std::array<char, limits::linger_read_bytes> sink{};
     std::size_t drained_bytes = 0;
-    stream.expires_after(linger_timeout);
-    while (drained_bytes <= linger_bytes_max) {
+    stream.expires_after(std::chrono::milliseconds(limits::linger_timeout_ms));
+    while (drained_bytes <= limits::linger_bytes_max) {
         auto [ec, bytes] = co_await stream.async_read_some(asio::buffer(sink),
                                                            asio::as_tuple(asio::use_awaitable));
         if (ec) {
@@ -332,7 +324,7 @@ asio::awaitable<void> refuse(std::shared_ptr<server_state> state, tcp::socket so
     // with unread data, which would lose the 503 on its way to the client.
     http::request_parser<http::empty_body> parser;
     parser.header_limit(static_cast<std::uint32_t>(limits::http_header_bytes_max));
-    stream.expires_after(refusal_timeout);
+    stream.expires_after(std::chrono::milliseconds(limits::refusal_timeout_ms));
     auto [read_ec, read_bytes] = co_await http::async_read_header(
         stream, buffer, parser, asio::as_tuple(asio::use_awaitable));
     if (!read_ec) {

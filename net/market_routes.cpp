@@ -23,8 +23,6 @@ namespace {
 
 constexpr std::string_view markets_path = "/v1/markets/";
 constexpr std::string_view feed_markets_path = "/v1/feed/markets/";
-// Lock-timeout retries of the void's one transaction, as for the feed's intake.
-constexpr std::size_t void_lock_retries_max = 3;
 
 struct market_routes_state {
     const config* cfg = nullptr;
@@ -116,9 +114,10 @@ asio::awaitable<http_response> post_void_overdue(std::shared_ptr<market_routes_s
     if (!conn) {
         co_return failed(conn.error(), "void-overdue");
     }
-    const db::transaction_options options{st->cfg->placement.lock_timeout_ms,
+    const db::transaction_options options{st->cfg->admin.lock_timeout_ms,
                                           st->cfg->database.statement_timeout_ms};
-    auto done = co_await db::void_overdue(**conn, std::move(req), options, void_lock_retries_max);
+    auto done =
+        co_await db::void_overdue(**conn, std::move(req), options, st->cfg->admin.lock_retries_max);
     if (!done) {
         co_return failed(done.error(), "void-overdue");
     }

@@ -50,7 +50,7 @@ struct operator_state {
     }
 
     db::transaction_options options() const {
-        return db::transaction_options{cfg->placement.lock_timeout_ms,
+        return db::transaction_options{cfg->admin.lock_timeout_ms,
                                        cfg->database.statement_timeout_ms};
     }
 };
@@ -162,7 +162,7 @@ asio::awaitable<http_response> transfer(std::shared_ptr<operator_state> st, db::
     std::size_t retries = 0;
     auto done =
         co_await db::apply_transfer(**conn, kind, account_id, parsed->key, parsed->amount_minor,
-                                    st->options(), st->cfg->placement.lock_retries_max, &retries);
+                                    st->options(), st->cfg->admin.lock_retries_max, &retries);
     st->lock_retries->inc(retries);
     if (!done) {
         const bool busy = done.error().retryable();

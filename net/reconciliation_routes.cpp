@@ -22,8 +22,6 @@ using nlohmann::json;
 
 namespace {
 
-constexpr std::int64_t incidents_limit_default = 100;
-
 struct routes_state {
     db::pools* pools = nullptr;
     actors::reconciliation_service* reconciliation = nullptr;
@@ -104,7 +102,7 @@ json incident_json(const db::incident_row& i) {
 // Reads the query; nullopt with the 400 response when a parameter is not acceptable.
 std::optional<db::incident_filter> parse_filter(std::string_view query, http_response& error) {
     db::incident_filter f;
-    f.limit = incidents_limit_default;
+    f.limit = static_cast<std::int64_t>(limits::incidents_page_default);
     if (auto status = detail::query_param(query, "status")) {
         if (*status == "open") {
             f.status = db::incident_status::open;

@@ -26,18 +26,6 @@ namespace detail {
 
 namespace {
 
-// Connections over the limit get a 503 from a short coroutine each; beyond this many at once
-// they are closed without a response, so that a flood cannot grow these without bound.
-constexpr std::size_t refusals_max = 64;
-
-// How often shutdown looks at the gate. Polling keeps the gate a plain atomic that sessions on
-// any executor may leave; at 5 ms it costs nothing and adds at most 5 ms to shutdown.
-constexpr auto gate_poll_interval = std::chrono::milliseconds(5);
-
-// After the deadline has force-closed everything, sessions need a moment to observe their
-// errors and unwind; this bounds that wait.
-constexpr auto force_close_grace = std::chrono::milliseconds(1000);
-
 metrics::registry& pick_registry(services& s, std::unique_ptr<metrics::registry>& own) {
     if (s.metrics != nullptr) {
         return *s.metrics;
@@ -67,7 +55,7 @@ asio::awaitable<void> accept_loop(std::shared_ptr<server_state> state,
         }
         if (state->open_connections.load() >= state->settings.connections_max) {
             state->metrics.rejected_connections.inc();
-            if (state->rejecting.load() < refusals_max) {
+            if (state->rejecting.load() < limits::refusals_max) {
                 start_refusal(state, std::move(socket));
             } else {
                 boost::system::error_code ignored;
@@ -96,7 +84,8 @@ asio::awaitable<bool> wait_for_gate(server_state& state,
             co_return false;
         }
         timer.expires_after(
-            std::min<std::chrono::steady_clock::duration>(gate_poll_interval, until - now));
+            std::min<std::chrono::steady_clock::duration>(
+                std::chrono::milliseconds(limits::shutdown_gate_poll_ms), until - now));
         co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
     }
     co_return true;
@@ -234,7 +223,8 @@ asio::awaitable<void> server::shutdown(std::chrono::milliseconds deadline) {
     }
     live.clear();
     const bool unwound = co_await detail::wait_for_gate(
-        *state, std::chrono::steady_clock::now() + detail::force_close_grace);
+        *state, std::chrono::steady_clock::now() +
+                    std::chrono::milliseconds(limits::shutdown_force_close_grace_ms));
     if (!unwound) {
         log::error(std::to_string(state->gate.load()) +
                                  " coroutines still running after force-close");

@@ -6,8 +6,8 @@ namespace fulltime::net::detail {
 
 namespace {
 
-// Returns whether arrays and objects nest deeper than json_depth_max, scanning bytes only
-// (brackets inside strings do not count). Runs before parsing, in linear time.
+// Returns whether arrays and objects nest deeper than limits::json_depth_max, scanning bytes
+// only (brackets inside strings do not count). Runs before parsing, in linear time.
 bool too_deep(std::string_view text) {
     std::size_t depth = 0;
     bool in_string = false;
@@ -26,7 +26,7 @@ bool too_deep(std::string_view text) {
         if (c == '"') {
             in_string = true;
         } else if (c == '[' || c == '{') {
-            if (++depth > json_depth_max) {
+            if (++depth > limits::json_depth_max) {
                 return true;
             }
         } else if ((c == ']' || c == '}') && depth > 0) {
@@ -38,10 +38,9 @@ bool too_deep(std::string_view text) {
 
 // Keeps an error message short when it quotes client input.
 std::string quoted_prefix(std::string_view s) {
-    constexpr std::size_t chars_max = 64;
     std::string out = "\"";
-    out += s.substr(0, chars_max);
-    out += s.size() > chars_max ? "...\"" : "\"";
+    out += s.substr(0, limits::quoted_input_chars_max);
+    out += s.size() > limits::quoted_input_chars_max ? "...\"" : "\"";
     return out;
 }
 

@@ -12,10 +12,6 @@
 
 namespace fulltime::net::detail {
 
-/// Deepest nesting of arrays and objects accepted in a message. Deeper input is refused before
-/// it is parsed, so that no recursive walk (dump, handlers) can exhaust the stack.
-inline constexpr std::size_t json_depth_max = 32;
-
 /// Holds a well-formed request of a known type.
 struct inbound_message {
     std::string type;

@@ -34,9 +34,6 @@ constexpr const char* usage =
 // result_events.event_key's bounds (0001) and the producer name's (payload only).
 constexpr std::size_t key_bytes_max = 255;
 constexpr std::size_t operator_bytes_max = 64;
-// Lock-timeout retries of the one transaction: it waits only on a concurrent intake of the
-// same market (the suspension's row lock) or of the same key.
-constexpr std::size_t lock_retries_max = 3;
 
 std::int64_t parse_market(const std::string& text) {
     std::int64_t v = 0;
@@ -56,9 +53,10 @@ asio::awaitable<db::outcome<db::void_overdue_record>> run(asio::any_io_executor 
     if (!conn) {
         co_return conn.error();
     }
-    const db::transaction_options options{cfg.placement.lock_timeout_ms,
+    const db::transaction_options options{cfg.admin.lock_timeout_ms,
                                           cfg.database.statement_timeout_ms};
-    auto done = co_await db::void_overdue(**conn, std::move(request), options, lock_retries_max);
+    auto done =
+        co_await db::void_overdue(**conn, std::move(request), options, cfg.admin.lock_retries_max);
     co_return done;
 }
 

@@ -40,6 +40,47 @@ inline constexpr std::size_t http_header_bytes_max = 16 * 1024;
 /// Messages queued for writing on one WebSocket before the connection is closed as too slow.
 inline constexpr std::size_t ws_write_queue_max = 4096;
 
+/// Deepest nesting of arrays and objects accepted in a WebSocket message. Deeper input is refused
+/// before it is parsed, so that no recursive walk (dump, handlers) can exhaust the stack.
+inline constexpr std::size_t json_depth_max = 32;
+/// Characters of client input an error message quotes; the rest is cut to "...", so that an
+/// error reply cannot echo a frame back at its full size.
+inline constexpr std::size_t quoted_input_chars_max = 64;
+
+// --- Gateway -----------------------------------------------------------------------------------
+
+/// Connections over `gateway.connections_max` that get their 503 at once, each from a short
+/// coroutine; beyond this many they are closed without a response, so that a flood of
+/// connections cannot grow these coroutines without bound.
+inline constexpr std::size_t refusals_max = 64;
+/// Time a refused connection gets to send its request and read the 503, in milliseconds.
+inline constexpr std::int64_t refusal_timeout_ms = 1000;
+/// Time an early answer (413, 431, 400, 503) waits while it discards the client's unread input
+/// before closing, in milliseconds: closing with unread input makes the kernel send a reset,
+/// which can destroy the response before the client reads it.
+inline constexpr std::int64_t linger_timeout_ms = 1000;
+/// Unread input discarded at most before such a close: one largest request.
+inline constexpr std::size_t linger_bytes_max = http_body_bytes_max + http_header_bytes_max;
+/// Size of the buffer that discarding reads into, in bytes.
+inline constexpr std::size_t linger_read_bytes = 16 * 1024;
+/// How often shutdown looks at the gate of in-flight work, in milliseconds. Polling keeps the
+/// gate a plain atomic that sessions on any executor may leave; at 5 ms it costs nothing and
+/// adds at most 5 ms to shutdown.
+inline constexpr std::int64_t shutdown_gate_poll_ms = 5;
+/// Time sessions get to observe their errors and unwind after the shutdown deadline has
+/// force-closed every connection, in milliseconds.
+inline constexpr std::int64_t shutdown_force_close_grace_ms = 1000;
+/// Deadline of the whole /readyz check, in milliseconds. The pools have their own deadlines;
+/// this one makes /readyz answer in time even when those are configured long (a load balancer
+/// probes with a short timeout and must get an answer, not a hang).
+inline constexpr std::int64_t readiness_timeout_ms = 3000;
+/// Upper bound on the configurable lock-timeout retries of one feed or operator (admin)
+/// transaction (`feed.lock_retries_max`, `admin.lock_retries_max`).
+inline constexpr std::size_t gateway_lock_retries_max = 100;
+/// Result events GET /v1/feed/markets/{id}/events lists: the newest ones. One statement that
+/// builds its JSON in PostgreSQL, so the answer stays small.
+inline constexpr std::int64_t market_events_listed_max = 100;
+
 // --- Database ----------------------------------------------------------------------------------
 
 /// Upper bound on the configurable size of one connection pool.
@@ -84,6 +125,44 @@ inline constexpr std::size_t placement_lock_retries_max = 100;
 /// round, so that one round cannot monopolise a background connection.
 inline constexpr std::size_t purge_batches_per_round_max = 1000;
 
+/// Upper bound on the configurable keys one purge transaction deletes
+/// (`placement.purge_batch_max`): the delete holds its rows' locks until it commits.
+inline constexpr std::size_t purge_batch_keys_max = 100'000;
+/// Upper bound on the configurable idempotency retention, in seconds (366 days).
+inline constexpr std::int64_t idempotency_retention_s_max = 366LL * 24 * 3600;
+
+// --- Settlement --------------------------------------------------------------------------------
+
+/// Upper bound on the configurable bets one settlement step settles (`settlement.batch_bets_max`):
+/// a step is one short transaction that holds its bets' and balances' locks until it commits.
+inline constexpr std::size_t settlement_batch_bets_max = 100'000;
+/// Lock timeouts a market retries at once within the slot it holds before it gives the slot
+/// back and backs off: a short wait behind a placement should cost neither.
+inline constexpr std::size_t settlement_step_lock_retries_max = 3;
+/// Longest pause between attempts of a market whose steps keep failing, in milliseconds.
+inline constexpr std::int64_t settlement_backoff_ms_max = 5000;
+/// Times the pause after a failed step doubles (`settlement.retry_delay_ms` * 2^n) before
+/// settlement_backoff_ms_max caps it.
+inline constexpr int settlement_backoff_doublings_max = 7;
+
+// --- Reservations ------------------------------------------------------------------------------
+
+/// Markets one sweep statement reads (one short statement of index probes per page).
+inline constexpr std::int64_t sweep_markets_per_page = 200;
+/// Markets the sweeper remembers as clean; past this the memory starts again from nothing (the
+/// next sweep re-reads every market past its deadline once), so it cannot grow without bound.
+inline constexpr std::size_t sweep_clean_markets_max = 100'000;
+/// Chunks of one market a sweep reads: 10^4 chunks of `reservations.sweep_batch_size` bets
+/// (10^7 bets at the default) before the sweep gives up on the market and reports what it
+/// counted so far.
+inline constexpr std::size_t sweep_chunks_per_market_max = 10'000;
+/// Upper bound on the configurable bets one sweep statement reads
+/// (`reservations.sweep_batch_size`).
+inline constexpr std::size_t sweep_batch_bets_max = 100'000;
+/// Upper bound on the configurable reservation grace and default deadline, in seconds (366
+/// days).
+inline constexpr std::int64_t reservation_deadline_s_max = 366LL * 24 * 3600;
+
 // --- Reconciliation ----------------------------------------------------------------------------
 
 /// Longest configurable pause between scheduled reconciliation runs (7 days).
@@ -95,6 +174,15 @@ inline constexpr std::size_t reconcile_chunk_accounts_max = 100'000;
 inline constexpr std::size_t reconcile_chunk_transfers_max = 1'000'000;
 /// Incidents GET /v1/incidents returns at most per request (its `limit`).
 inline constexpr std::size_t incidents_page_max = 1000;
+/// Incidents GET /v1/incidents returns when the request names no `limit`.
+inline constexpr std::size_t incidents_page_default = 100;
+/// Lock timeouts one reconciliation step retries (its incident writes may wait on another
+/// instance's run) before the run fails.
+inline constexpr std::size_t reconcile_step_lock_retries_max = 3;
+/// Pause between two reads of the open-incident gauges, in milliseconds: the reservation
+/// sweeper (and an operator) change incidents on their own schedule, and the gauges should
+/// follow within seconds. One count over the partial index of open incidents: cheap.
+inline constexpr std::int64_t reconcile_open_count_interval_ms = 10'000;
 /// Currencies one reconciliation run keeps sums for; a ledger with more is itself an anomaly,
 /// and the run fails rather than grow without bound.
 inline constexpr std::size_t reconcile_currencies_max = 1000;
@@ -117,5 +205,26 @@ static_assert(amount_minor_max < INT64_MAX / 1000,
               "a thousand maximal amounts must still sum inside int64");
 static_assert(inflight_per_connection_max <= ws_write_queue_max,
               "every in-flight request must be able to queue its reply");
+static_assert(quoted_input_chars_max < frame_bytes_max);
+static_assert(refusals_max <= connections_max,
+              "refusals are a share of the connections, not more than all of them");
+static_assert(refusal_timeout_ms <= timeout_ms_max && linger_timeout_ms <= timeout_ms_max &&
+              readiness_timeout_ms <= timeout_ms_max);
+static_assert(shutdown_gate_poll_ms < shutdown_force_close_grace_ms,
+              "shutdown must look at the gate several times within the grace");
+static_assert(linger_read_bytes <= linger_bytes_max);
+static_assert(purge_batch_keys_max * purge_batches_per_round_max <= INT64_MAX,
+              "a purge round's count must fit an int64");
+static_assert(settlement_batch_bets_max <= static_cast<std::size_t>(INT32_MAX),
+              "fulltime_settle_step takes the batch size as an integer");
+static_assert(settlement_backoff_doublings_max >= 0 && settlement_backoff_doublings_max < 31,
+              "the doubling is a shift of an int");
+static_assert(settlement_backoff_ms_max <= timeout_ms_max);
+static_assert(sweep_batch_bets_max * sweep_chunks_per_market_max <= INT64_MAX / 2,
+              "a market's counted bets must fit an int64");
+static_assert(sweep_markets_per_page > 0);
+static_assert(incidents_page_default <= incidents_page_max);
+static_assert(reconcile_open_count_interval_ms <= timeout_ms_max);
+static_assert(market_events_listed_max > 0 && market_events_listed_max <= INT32_MAX);
 
 }  // namespace fulltime::limits

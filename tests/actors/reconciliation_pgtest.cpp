@@ -80,7 +80,7 @@ public:
         cfg_.database.background = fulltime::pool_settings{2, 64, 5000};
         cfg_.actors.scheduler_threads = 2;
         cfg_.actors.request_timeout_ms = 5000;
-        cfg_.settlement.batch_size = 100;
+        cfg_.settlement.batch_bets_max = 100;
         cfg_.settlement.batches_in_flight = 2;
         cfg_.settlement.lock_timeout_ms = 200;
         cfg_.settlement.retry_delay_ms = 10;
@@ -464,7 +464,7 @@ TEST_CASE("no false drift while placements, deposits and settlements commit duri
         cfg.reconcile.chunk_accounts = 7;
         cfg.reconcile.chunk_transfers = 200;
         cfg.reconcile.chunk_pause_ms = 2;
-        cfg.settlement.batch_size = 20;
+        cfg.settlement.batch_bets_max = 20;
     });
     constexpr int accounts = 120;
     e.add_market(1, {{11, 20000}, {12, 30000}});

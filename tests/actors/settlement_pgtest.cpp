@@ -70,7 +70,7 @@ public:
         cfg_.database.background = fulltime::pool_settings{2, 64, 5000};
         cfg_.actors.scheduler_threads = 2;
         cfg_.actors.request_timeout_ms = 5000;
-        cfg_.settlement.batch_size = 100;
+        cfg_.settlement.batch_bets_max = 100;
         cfg_.settlement.batches_in_flight = 2;
         cfg_.settlement.lock_timeout_ms = 200;
         cfg_.settlement.retry_delay_ms = 10;
@@ -434,7 +434,7 @@ TEST_CASE("a correction a rollback and a windowed cancel on a settled market kee
 
 TEST_CASE("a market of 20000 bets settles while placements on other markets go on") {
     engine e([](fulltime::config& cfg) {
-        cfg.settlement.batch_size = 500;
+        cfg.settlement.batch_bets_max = 500;
         cfg.settlement.batches_in_flight = 2;
     });
     constexpr int accounts = 2000;
@@ -570,7 +570,7 @@ TEST_CASE("an event waits for the transactions that were running when it started
 }
 
 TEST_CASE("two instances settling one market apply each event once") {
-    engine e([](fulltime::config& cfg) { cfg.settlement.batch_size = 50; });
+    engine e([](fulltime::config& cfg) { cfg.settlement.batch_bets_max = 50; });
     auto& second = e.add_instance();
     e.add_market(1, {{11, 20000}, {12, 30000}});
     e.fund(1, 50, 100000);

@@ -99,7 +99,12 @@ TEST_CASE("unknown keys, wrong types and bad values are one-line errors") {
     check_error(R"({"token_secret":"short"})", "at least 16 characters");
     check_error(R"([1,2])", "the top level must be an object");
     check_error(R"({"listen": )", "not valid JSON");
-    check_error(R"({"settlement":{"batch_size":0}})", "'settlement.batch_size' must be between");
+    check_error(R"({"settlement":{"batch_bets_max":0}})",
+                "'settlement.batch_bets_max' must be between");
+    check_error(R"({"settlement":{"batch_size":500}})", "unknown key 'settlement.batch_size'");
+    check_error(R"({"feed":{"lock_timeout_ms":0}})", "'feed.lock_timeout_ms' must be between");
+    check_error(R"({"admin":{"lock_retries_max":101}})",
+                "'admin.lock_retries_max' must be between 0 and 100");
     check_error(R"({"settlement":{"duty_percent":0}})",
                 "'settlement.duty_percent' must be between 1 and 100");
     check_error(R"({"settlement":{"batches_in_flight":9}})",
@@ -108,12 +113,33 @@ TEST_CASE("unknown keys, wrong types and bad values are one-line errors") {
 
 TEST_CASE("settlement defaults: batches in flight follow the settlement pool") {
     const auto cfg = load_config(std::nullopt, {});
-    CHECK(cfg.settlement.batch_size == 500);
+    CHECK(cfg.settlement.batch_bets_max == 500);
     CHECK(cfg.settlement.duty_percent == 100);
     CHECK(cfg.settlement.batches_in_flight == cfg.database.settlement.size_max);
     const auto sized =
         load_config(std::nullopt, {{"FULLTIME_DATABASE_POOLS_SETTLEMENT_SIZE_MAX", "6"}});
     CHECK(sized.settlement.batches_in_flight == 6);
+}
+
+TEST_CASE("each path has its own lock settings, by default placement's values") {
+    const auto cfg = load_config(std::nullopt, {});
+    CHECK(cfg.feed.lock_timeout_ms == cfg.placement.lock_timeout_ms);
+    CHECK(cfg.feed.lock_retries_max == cfg.placement.lock_retries_max);
+    CHECK(cfg.admin.lock_timeout_ms == cfg.placement.lock_timeout_ms);
+    CHECK(cfg.admin.lock_retries_max == cfg.placement.lock_retries_max);
+    CHECK(cfg.placement.purge_lock_timeout_ms == cfg.placement.lock_timeout_ms);
+    const auto env = load_config(std::nullopt, {{"FULLTIME_FEED_LOCK_TIMEOUT_MS", "250"},
+                                                {"FULLTIME_ADMIN_LOCK_RETRIES_MAX", "0"}});
+    CHECK(env.feed.lock_timeout_ms == 250);
+    CHECK(env.admin.lock_retries_max == 0);
+    CHECK(env.placement.lock_timeout_ms == cfg.placement.lock_timeout_ms);
+    // A configuration built by hand starts from the same lock settings (config.hpp says why).
+    const fulltime::config by_hand;
+    CHECK(by_hand.feed.lock_timeout_ms == cfg.feed.lock_timeout_ms);
+    CHECK(by_hand.feed.lock_retries_max == cfg.feed.lock_retries_max);
+    CHECK(by_hand.admin.lock_timeout_ms == cfg.admin.lock_timeout_ms);
+    CHECK(by_hand.admin.lock_retries_max == cfg.admin.lock_retries_max);
+    CHECK(by_hand.placement.purge_lock_timeout_ms == cfg.placement.purge_lock_timeout_ms);
 }
 
 TEST_CASE("reservation defaults and bounds") {

@@ -238,7 +238,7 @@ class Run:
         self.db_name, self.db_url = scratch_database()
         batch = self.rng.choice([1, 2, 3, 5, 8, 50])
         self.env = engine_env({"FULLTIME_DATABASE_URL": self.db_url,
-                               "FULLTIME_SETTLEMENT_BATCH_SIZE": str(batch),
+                               "FULLTIME_SETTLEMENT_BATCH_BETS_MAX": str(batch),
                                "FULLTIME_SETTLEMENT_POLL_INTERVAL_MS": "100",
                                })
         self.note(f"seed {self.seed}: settlement batch size {batch}")

@@ -30,7 +30,7 @@ class SettlementTest(unittest.TestCase):
     def setUp(self):
         self.db_name, self.db_url = scratch_database()
         self.env = engine_env({"FULLTIME_DATABASE_URL": self.db_url,
-                               "FULLTIME_SETTLEMENT_BATCH_SIZE": "200",
+                               "FULLTIME_SETTLEMENT_BATCH_BETS_MAX": "200",
                                "FULLTIME_SETTLEMENT_POLL_INTERVAL_MS": "200"})
         self.admin = self.token("admin")
         self.producer = self.token("producer", "feed-1")

@@ -96,7 +96,7 @@ public:
         cfg_.actors.request_timeout_ms = 5000;
         cfg_.placement.lock_timeout_ms = 200;
         cfg_.placement.lock_retries_max = 3;
-        cfg_.settlement.batch_size = 3;  // several batches per event: counts carry across them
+        cfg_.settlement.batch_bets_max = 3;  // several batches per event: counts carry across them
         cfg_.settlement.batches_in_flight = 2;
         cfg_.settlement.lock_timeout_ms = 200;
         cfg_.settlement.retry_delay_ms = 10;

@@ -1,16 +1,17 @@
 #pragma once
-/// The settlement path's actors (DESIGN.md, "Settlement"): a coordinator, one market actor per
-/// market with events to apply, and short-lived batch actors that each run one settlement step.
+/// The settlement path's actors (DESIGN.md, "Settlement"): a coordinator and one market actor
+/// per market with events to apply.
 ///
 /// Shape. The coordinator owns the map of market actors and the `settlement.batches_in_flight`
 /// slots. A market actor applies its market's events strictly in seq order: for every step it
 /// asks the coordinator for a slot (FIFO over all markets, so one huge market cannot starve
-/// the others) and spawns a batch actor, which runs `fulltime_settle_step`
-/// (db/migrations/0005_settlement.sql) on a connection of the `settlement` pool, retrying a
-/// lock timeout, and reports the step's outcome. A step is one short transaction: start the
-/// next event, wait on the fence, settle at most `settlement.batch_size` bets after the
-/// checkpoint, or finish the event. A market with nothing left to apply (or a gap in its seq)
-/// retires its actor; the next event, or the coordinator's periodic scan, brings it back.
+/// the others) and, in the slot, runs `fulltime_settle_step`
+/// (db/functions/fulltime_settle_step.sql) on a connection of the `settlement` pool, retrying a
+/// lock timeout at once within the slot (limits::settlement_step_lock_retries_max). A step is
+/// one short transaction: start the next event, wait on the fence, settle at most
+/// `settlement.batch_bets_max` bets after the checkpoint, or finish the event. A market with
+/// nothing left to apply (or a gap in its seq) retires its actor; the next event, or the
+/// coordinator's periodic scan, brings it back.
 ///
 /// Threading is as for placement: an actor never calls libpq; database work runs on the
 /// io_context and its result comes back as a message. CAF stays out of this header.

@@ -65,17 +65,37 @@ struct placement_settings {
     std::int64_t idempotency_retention_s = 0; ///< keys older than this are purged
     std::size_t purge_batch_max = 0;         ///< keys deleted per purge transaction
     std::int64_t purge_interval_ms = 0;      ///< pause between purge rounds
+    std::int64_t purge_lock_timeout_ms = 50;  ///< SET LOCAL lock_timeout of a purge transaction
 };
 
 /// Holds settings of the settlement path.
 struct settlement_settings {
-    std::size_t batch_size = 0;          ///< bets settled per batch transaction
+    std::size_t batch_bets_max = 0;      ///< bets settled per batch transaction, at most
     std::size_t batches_in_flight = 0;   ///< batch transactions at once, over all markets
     std::int64_t lock_timeout_ms = 0;    ///< SET LOCAL lock_timeout of a batch; a timeout retries
     std::int64_t retry_delay_ms = 0;     ///< pause before retrying a failed or fenced step
     std::int64_t poll_interval_ms = 0;   ///< scan for markets with unapplied events
     std::int64_t duty_percent = 0;       ///< 1..100: share of time a market's batches may run
     std::int64_t push_interval_ms = 0;   ///< outbox scan for bet_settled pushes
+};
+
+// The lock settings split off placement's (feed, admin, placement.purge_lock_timeout_ms) start
+// at config/fulltime.json's defaults rather than 0, unlike the rest: a configuration built field
+// by field (the tests) that sets only placement's must keep a bounded lock wait on these paths.
+// config_test checks that the two agree.
+
+/// Holds settings of the feed's own transactions: result intake and the catalog (market, odds,
+/// status messages).
+struct feed_settings {
+    std::int64_t lock_timeout_ms = 50;  ///< SET LOCAL lock_timeout of one feed transaction
+    std::size_t lock_retries_max = 3;   ///< retries after a lock timeout, then `busy`
+};
+
+/// Holds settings of the operator API's transactions (routes an admin token reaches, and
+/// `fulltime void-overdue`): deposits, withdrawals and void-overdue.
+struct admin_settings {
+    std::int64_t lock_timeout_ms = 50;  ///< SET LOCAL lock_timeout of one operator transaction
+    std::size_t lock_retries_max = 3;   ///< retries after a lock timeout, then `busy`
 };
 
 /// Holds settings of reservation deadlines and the overdue-reservation sweeper.
@@ -116,6 +136,8 @@ struct config {
     actor_settings actors;
     placement_settings placement;
     settlement_settings settlement;
+    feed_settings feed;
+    admin_settings admin;
     reservation_settings reservations;
     reconcile_settings reconcile;
     market_defaults markets;
