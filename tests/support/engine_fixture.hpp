@@ -48,7 +48,9 @@ namespace fulltime::test {
 /// Signs test tokens and is what every fixture's gateway verifies them with.
 inline constexpr const char* token_secret = "fulltime-test-secret";
 
-/// Names the parts of the engine a test wires; what is not asked for is not started.
+/// Names the parts of the engine a test wires; what is not asked for is not started. Tests
+/// name them with designated initializers ({.gateway = true, .feed = true}); every member has
+/// a default member initializer so that GCC 12's -Wmissing-field-initializers stays quiet.
 struct engine_parts {
     bool gateway = false;          ///< the net::server, on cfg.gateway (an ephemeral port)
     bool feed = false;             ///< /v1/feed on WebSocket and POST, with its routes
