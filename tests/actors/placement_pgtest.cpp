@@ -4,26 +4,13 @@
 // money invariants of DESIGN.md.
 
 #include "fulltime/actors/placement.hpp"
-#include "fulltime/actors/runtime.hpp"
 #include "fulltime/config/config.hpp"
 #include "fulltime/core/metrics.hpp"
-#include "fulltime/core/resources.hpp"
-#include "fulltime/core/token.hpp"
-#include "fulltime/db/pool.hpp"
-#include "fulltime/net/bets_endpoint.hpp"
-#include "fulltime/net/server.hpp"
+#include "fulltime/core/money.hpp"
+#include "support/engine_fixture.hpp"
 #include "support/http_client.hpp"
-#include "support/invariants.hpp"
-#include "support/pg_support.hpp"
-
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-#endif
 
 #include <boost/asio/co_spawn.hpp>
-#include <boost/asio/executor_work_guard.hpp>
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/use_future.hpp>
 
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
@@ -42,179 +29,47 @@
 namespace {
 
 namespace asio = boost::asio;
-using fulltime::test::apply_migrations;
-namespace net = fulltime::net;
-namespace token = fulltime::token;
-using fulltime::test::exec_scalar;
 using fulltime::test::ws_client;
 using nlohmann::json;
 using namespace std::chrono_literals;
 using steady = std::chrono::steady_clock;
 
-const std::string secret = "placement-test-secret";
-
-std::string account_token(std::int64_t account_id) {
-    token::claims c;
-    c.kind = token::kind::account;
-    c.account_id = account_id;
-    c.expires_at_s = std::chrono::duration_cast<std::chrono::seconds>(
-                         std::chrono::system_clock::now().time_since_epoch())
-                         .count() +
-                     3600;
-    return token::sign(c, secret);
+// This file's pools and gateway limits, over the defaults of tests/support/test_config.hpp.
+void placement_config(fulltime::config& cfg) {
+    cfg.gateway.frame_bytes_max = 4096;
+    cfg.gateway.inflight_per_connection_max = 16;
+    cfg.gateway.idle_timeout_ms = 20000;
+    cfg.database.placement = fulltime::pool_settings{4, 64, 2000};
+    cfg.database.settlement = fulltime::pool_settings{1, 16, 2000};
+    cfg.database.read = fulltime::pool_settings{2, 256, 2000};
+    cfg.database.background = fulltime::pool_settings{2, 16, 2000};
+    // Short: the lock tests below hold an account row longer than this.
+    cfg.placement.lock_timeout_ms = 50;
+    cfg.placement.lock_retries_max = 3;
 }
 
-asio::awaitable<void> stop_on_loop(fulltime::actors::placement_service* placement,
-                                   fulltime::db::pools* pools) {
-    placement->stop();
-    pools->close();
-    co_return;
-}
-
-// Owns a scratch database with the engine's schema, the pools, the actor runtime, the
-// placement service and the gateway, with the io_context on its own thread.
-class engine {
+// The placement path as serve_command wires it: the gateway with the /v1/bets handlers over the
+// placement actors (tests/support/engine_fixture.hpp).
+class engine : public fulltime::test::engine {
 public:
-    explicit engine(const std::function<void(fulltime::config&)>& configure = {}) {
-        cfg_.gateway.host = "127.0.0.1";
-        cfg_.gateway.port = 0;
-        cfg_.gateway.connections_max = 64;
-        cfg_.gateway.frame_bytes_max = 4096;
-        cfg_.gateway.inflight_per_connection_max = 16;
-        cfg_.gateway.handshake_timeout_ms = 2000;
-        cfg_.gateway.idle_timeout_ms = 20000;
-        cfg_.gateway.shutdown_deadline_ms = 2000;
-        cfg_.database.url = db_.url();
-        cfg_.database.connect_timeout_ms = 2000;
-        cfg_.database.statement_timeout_ms = 5000;
-        cfg_.database.query_timeout_ms = 5000;
-        cfg_.database.placement = fulltime::pool_settings{4, 64, 2000};
-        cfg_.database.settlement = fulltime::pool_settings{1, 16, 2000};
-        cfg_.database.read = fulltime::pool_settings{2, 256, 2000};
-        cfg_.database.background = fulltime::pool_settings{2, 16, 2000};
-        cfg_.actors.scheduler_threads = 2;
-        cfg_.actors.request_timeout_ms = 5000;
-        cfg_.placement.actors = 4;
-        cfg_.placement.lock_timeout_ms = 50;
-        cfg_.placement.lock_retries_max = 3;
-        cfg_.placement.idempotency_retention_s = 86400;
-        cfg_.placement.purge_batch_max = 1000;
-        cfg_.placement.purge_interval_ms = 60000;
-        if (configure) {
-            configure(cfg_);
-        }
-        pools_ =
-            fulltime::db::pools::make(ioc_.get_executor(), cfg_.database, db_.url(), db_.url());
-        runtime_ = std::make_unique<fulltime::actors::runtime>(cfg_.actors);
-        metrics_ = std::make_unique<fulltime::actors::placement_metrics>(registry_);
-        placement_ = std::make_unique<fulltime::actors::placement_service>(
-            runtime_->system(), ioc_.get_executor(), *pools_.placement, *pools_.background, cfg_,
-            *metrics_);
-        net::services s;
-        s.cfg = &cfg_;
-        s.pools = &pools_;
-        s.metrics = &registry_;
-        s.token_secret = secret;
-        s.migrations = fulltime::resources::migrations();
-        net::add_bets_handlers(s.bets, {placement_.get(), metrics_.get(), pools_.read.get()});
-        server_ = std::make_unique<net::server>(ioc_, std::move(s));
-        server_->start();
-        thread_ = std::thread([this] { ioc_.run(); });
-        REQUIRE(on_loop(apply_migrations(pools_.background.get())));
-    }
+    explicit engine(const std::function<void(fulltime::config&)>& configure = {})
+        : fulltime::test::engine({.gateway = true, .placement = true}, placement_config,
+                                 configure) {}
 
-    ~engine() {
-        try {
-            stop();
-        } catch (const std::exception& e) {
-            MESSAGE("stopping the engine: " << e.what());
-        }
-    }
-
-    engine(const engine&) = delete;
-    engine& operator=(const engine&) = delete;
-
-    template <class T>
-    T on_loop(asio::awaitable<T> task, std::chrono::milliseconds timeout = 20s) {
-        auto fut = asio::co_spawn(ioc_, std::move(task), asio::use_future);
-        if (fut.wait_for(timeout) != std::future_status::ready) {
-            throw std::runtime_error("task on the engine's loop timed out");
-        }
-        return fut.get();
-    }
-
-    void stop() {
-        if (!thread_.joinable()) {
-            return;
-        }
-        asio::co_spawn(ioc_, server_->shutdown(2000ms), asio::use_future).wait_for(10s);
-        asio::co_spawn(ioc_, stop_on_loop(placement_.get(), &pools_), asio::use_future)
-            .wait_for(5s);
-        work_.reset();
-        ioc_.stop();
-        thread_.join();
-        runtime_->shutdown();
-    }
-
-    std::uint16_t port() const { return server_->port(); }
-    const std::string& url() const { return db_.url(); }
-    const fulltime::config& cfg() const { return cfg_; }
-    fulltime::actors::placement_metrics& metrics() { return *metrics_; }
-    fulltime::actors::placement_service& placement() { return *placement_; }
-    std::string metrics_text() { return registry_.render(); }
-
-    /// Returns the first column of the first row of `sql` as an integer (0 when NULL).
-    std::int64_t scalar(const std::string& sql) const {
-        auto v = exec_scalar(db_.url(), sql);
-        return v ? std::stoll(*v) : 0;
-    }
-
-    void exec(const std::string& sql) const { exec_scalar(db_.url(), sql); }
-
-    /// Creates a market with one selection, its exposure shards (limit / shards each).
+    /// Creates a market with one selection at decimal `odds`, its exposure shards (limit /
+    /// shards each).
     void add_market(std::int64_t market_id, std::int64_t selection_id, const std::string& odds,
                     std::int64_t liability_limit_minor = 100'000'000'000, int shards = 4,
                     std::int64_t stake_min_minor = 10,
                     std::int64_t stake_max_minor = 100'000'000) const {
-        const auto m = std::to_string(market_id);
-        exec(
-            "INSERT INTO events (event_id, name) VALUES (1, 'event') ON CONFLICT DO NOTHING;"
-            "INSERT INTO markets (market_id, event_id, name, stake_min, stake_max, "
-            "liability_limit, exposure_shards) VALUES (" +
-            m + ", 1, 'market " + m + "', " + std::to_string(stake_min_minor) + ", " +
-            std::to_string(stake_max_minor) + ", " + std::to_string(liability_limit_minor) + ", " +
-            std::to_string(shards) + ");" +
-            "INSERT INTO selections (selection_id, market_id, name, odds) VALUES (" +
-            std::to_string(selection_id) + ", " + m + ", 'home', round(" + odds +
-            "::numeric * 10000)::bigint);" +
-            "INSERT INTO market_exposure (market_id, shard, liability_limit) SELECT " + m +
-            ", g, " + std::to_string(liability_limit_minor / shards) + " FROM generate_series(0, " +
-            std::to_string(shards - 1) + ") g;");
+        fulltime::test::engine::add_market(
+            market_id, {{selection_id, fulltime::money::parse_odds(odds).value()}},
+            {stake_min_minor, stake_max_minor, liability_limit_minor, shards});
     }
 
-    /// Creates the account if needed and deposits `amount_minor` as a keyed cash transfer plus
-    /// the matching balance update, in one transaction.
-    void fund(std::int64_t account_id, std::int64_t amount_minor,
-              const std::string& currency = "EUR") const {
-        static std::atomic<int> deposit{0};
-        const auto a = std::to_string(account_id);
-        const auto amount = std::to_string(amount_minor);
-        exec(
-            "BEGIN;"
-            "INSERT INTO accounts (account_id, currency) VALUES (" +
-            a + ", '" + currency + "') ON CONFLICT DO NOTHING;" +
-            "INSERT INTO ledger_transfers (entry_key, currency, debit_side, credit_side, "
-            "credit_account_id, amount) VALUES ('deposit:" +
-            a + ":" + std::to_string(deposit++) + "', '" + currency + "', 'cash', 'available', " +
-            a + ", " + amount + ");" + "UPDATE accounts SET available = available + " + amount +
-            " WHERE account_id = " + a + ";COMMIT;");
-    }
-
-    /// Checks DESIGN.md's money invariants (tests/support/invariants.hpp) and the placement's own.
+    /// Checks DESIGN.md's money invariants (check_money_invariants) and the placement's own.
     void check_invariants() const {
-        for (const auto& problem : fulltime::test::money_violations(db_.url())) {
-            FAIL_CHECK(problem);
-        }
+        check_money_invariants();
         CHECK_MESSAGE(scalar("SELECT count(*) FROM market_exposure WHERE liability > "
                              "liability_limit OR liability < 0") == 0,
                       "an exposure shard above its limit");
@@ -227,27 +82,11 @@ public:
         CHECK_MESSAGE(scalar("SELECT count(*) FROM idempotency_keys WHERE response IS NULL") == 0,
                       "a key without its stored response");
     }
-
-private:
-    fulltime::test::scratch_database db_;
-    fulltime::metrics::registry registry_;
-    fulltime::config cfg_;
-    asio::io_context ioc_{1};
-    asio::executor_work_guard<asio::io_context::executor_type> work_ = asio::make_work_guard(ioc_);
-    fulltime::db::pools pools_;
-    std::unique_ptr<fulltime::actors::runtime> runtime_;
-    std::unique_ptr<fulltime::actors::placement_metrics> metrics_;
-    std::unique_ptr<fulltime::actors::placement_service> placement_;
-    std::unique_ptr<net::server> server_;
-    std::thread thread_;
 };
 
 ws_client open_bets(std::uint16_t port, std::int64_t account_id) {
-    ws_client c(port);
-    const auto r =
-        c.upgrade("/v1/bets", {{"Authorization", "Bearer " + account_token(account_id)}});
-    REQUIRE(r.status == 101);
-    return c;
+    return fulltime::test::open_ws(port, "/v1/bets",
+                                   fulltime::test::bearer(fulltime::test::account_token(account_id)));
 }
 
 json read_json(ws_client& c, std::chrono::milliseconds timeout = 10s) {
@@ -281,21 +120,9 @@ json without(json reply, const char* field) {
     return reply;
 }
 
-// Polls `condition` until it holds or `timeout` passes.
-bool eventually(const std::function<bool()>& condition, std::chrono::milliseconds timeout = 5s) {
-    const auto until = steady::now() + timeout;
-    while (steady::now() < until) {
-        if (condition()) {
-            return true;
-        }
-        std::this_thread::sleep_for(5ms);
-    }
-    return condition();
-}
-
 // Waits until another session holds a write lock on the accounts table (the test's holder).
 bool eventually_locked(const engine& e) {
-    return eventually([&] {
+    return fulltime::test::eventually([&] {
         return e.scalar(
                    "SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation "
                    "WHERE c.relname = 'accounts' AND l.mode = 'RowExclusiveLock' AND "
@@ -309,7 +136,7 @@ bool eventually_locked(const engine& e) {
 TEST_CASE("200 concurrent placements on one account place exactly what its balance covers") {
     engine e;
     e.add_market(10, 1001, "2.00");
-    e.fund(1, 5700);  // 57 stakes of 1.00
+    e.deposit(1, 5700);  // 57 stakes of 1.00
     constexpr int connections = 20;
     constexpr int per_connection = 10;
     std::mutex mutex;
@@ -369,15 +196,15 @@ TEST_CASE("200 concurrent placements on one account place exactly what its balan
     CHECK(e.scalar("SELECT count(*) FROM bets") == 57);
     CHECK(e.scalar("SELECT count(*) FROM idempotency_keys") == 200);
     CHECK(e.scalar("SELECT count(*) FROM outbox WHERE topic = 'bet_placed'") == 57);
-    CHECK(e.metrics().placed.value() == 57);
-    CHECK(e.metrics().rejected.value() == 143);
+    CHECK(e.placement_metrics().placed.value() == 57);
+    CHECK(e.placement_metrics().rejected.value() == 143);
     e.check_invariants();
 }
 
 TEST_CASE("every retry returns the stored first result with replayed true") {
     engine e;
     e.add_market(10, 1001, "2.50");
-    e.fund(1, 1500);
+    e.deposit(1, 1500);
     auto c = open_bets(e.port(), 1);
 
     const auto first = request(c, place("c1", "key-1", 1001, "10.00", "2.50"));
@@ -403,7 +230,7 @@ TEST_CASE("every retry returns the stored first result with replayed true") {
                           {"code", "insufficient_funds"},
                           {"message", "the available balance is below the stake"},
                           {"replayed", false}});
-    e.fund(1, 10000);
+    e.deposit(1, 10000);
     const auto refused_again = request(c, place("c2", "key-2", 1001, "10.00", "2.50"));
     CHECK(refused_again["code"] == "insufficient_funds");
     CHECK(refused_again["replayed"] == true);
@@ -417,7 +244,7 @@ TEST_CASE("every retry returns the stored first result with replayed true") {
           "idempotency_key_reused");
 
     // Keys are scoped to the account: another account's key-1 is a new placement.
-    e.fund(2, 1000);
+    e.deposit(2, 1000);
     auto other = open_bets(e.port(), 2);
     const auto theirs = request(other, place("o1", "key-1", 1001, "10.00", "2.50"));
     CHECK(theirs["type"] == "placed");
@@ -425,15 +252,15 @@ TEST_CASE("every retry returns the stored first result with replayed true") {
 
     CHECK(e.scalar("SELECT count(*) FROM bets") == 2);
     CHECK(e.scalar("SELECT available FROM accounts WHERE account_id = 1") == 10500);
-    CHECK(e.metrics().replayed.value() == 4);
-    CHECK(e.metrics().key_reused.value() == 2);
+    CHECK(e.placement_metrics().replayed.value() == 4);
+    CHECK(e.placement_metrics().key_reused.value() == 2);
     e.check_invariants();
 }
 
 TEST_CASE("two simultaneous requests with one key make one bet and identical replies") {
     engine e;
     e.add_market(10, 1001, "3.00");
-    e.fund(1, 100000);
+    e.deposit(1, 100000);
     for (int round = 0; round < 10; ++round) {
         auto a = open_bets(e.port(), 1);
         auto b = open_bets(e.port(), 1);
@@ -456,7 +283,7 @@ TEST_CASE("two simultaneous requests with one key make one bet and identical rep
 TEST_CASE("a held balance row lock makes the placement retry and then succeed") {
     engine e([](fulltime::config& cfg) { cfg.placement.lock_retries_max = 20; });
     e.add_market(10, 1001, "2.00");
-    e.fund(1, 10000);
+    e.deposit(1, 10000);
     auto c = open_bets(e.port(), 1);
     // Every actor opens its connection first, so that the timed part below is the lock only.
     for (int i = 0; i < 4; ++i) {
@@ -477,10 +304,10 @@ TEST_CASE("a held balance row lock makes the placement retry and then succeed") 
     holder.join();
     CHECK(r["type"] == "placed");
     CHECK(r["replayed"] == false);
-    CHECK(e.metrics().lock_timeouts.value() >= 1);
-    CHECK(e.metrics().retries.value() >= 1);
+    CHECK(e.placement_metrics().lock_timeouts.value() >= 1);
+    CHECK(e.placement_metrics().retries.value() >= 1);
     CHECK(elapsed < 1500ms);
-    CHECK(e.metrics().busy.value() == 0);
+    CHECK(e.placement_metrics().busy.value() == 0);
     CHECK(e.scalar("SELECT count(*) FROM bets WHERE idempotency_key = 'locked-1'") == 1);
     CHECK(e.scalar("SELECT count(*) FROM bets") == 5);
     e.check_invariants();
@@ -489,7 +316,7 @@ TEST_CASE("a held balance row lock makes the placement retry and then succeed") 
 TEST_CASE("a balance row lock held too long makes the placement answer busy within its bound") {
     engine e;
     e.add_market(10, 1001, "2.00");
-    e.fund(1, 10000);
+    e.deposit(1, 10000);
     auto c = open_bets(e.port(), 1);
     std::thread holder([&] {
         e.exec(
@@ -507,8 +334,8 @@ TEST_CASE("a balance row lock held too long makes the placement answer busy with
     const auto bound = std::chrono::milliseconds(
         (e.cfg().placement.lock_retries_max + 1) * e.cfg().placement.lock_timeout_ms + 400);
     CHECK(elapsed < bound);
-    CHECK(e.metrics().lock_timeouts.value() == e.cfg().placement.lock_retries_max + 1);
-    CHECK(e.metrics().busy_locked.value() == 1);
+    CHECK(e.placement_metrics().lock_timeouts.value() == e.cfg().placement.lock_retries_max + 1);
+    CHECK(e.placement_metrics().busy_locked.value() == 1);
     // Nothing of the busy placement stayed: no key, no bet.
     CHECK(e.scalar("SELECT count(*) FROM idempotency_keys") == 0);
     CHECK(e.scalar("SELECT count(*) FROM bets") == 0);
@@ -533,7 +360,7 @@ TEST_CASE("stopping the placement actors answers every placement, queued or runn
         cfg.placement.lock_retries_max = 0;
     });
     e.add_market(10, 1001, "2.00");
-    e.fund(1, 10000);
+    e.deposit(1, 10000);
     auto c = open_bets(e.port(), 1);
     std::thread holder([&] {
         e.exec(
@@ -573,7 +400,7 @@ TEST_CASE("stopping the placement actors answers every placement, queued or runn
 TEST_CASE("a market suspended between two placements refuses the second") {
     engine e;
     e.add_market(10, 1001, "2.00");
-    e.fund(1, 10000);
+    e.deposit(1, 10000);
     auto c = open_bets(e.port(), 1);
     CHECK(request(c, place("a", "s1", 1001, "1.00", "2.00"))["type"] == "placed");
     e.exec("UPDATE markets SET status = 'suspended' WHERE market_id = 10");
@@ -598,7 +425,7 @@ TEST_CASE("a market suspended between two placements refuses the second") {
 TEST_CASE("odds changes are judged by each accept policy") {
     engine e;
     e.add_market(10, 1001, "2.50");
-    e.fund(1, 100000);
+    e.deposit(1, 100000);
     auto c = open_bets(e.port(), 1);
     // The odds drift down to 2.40: only `any` takes the bet, at 2.40.
     e.exec("UPDATE selections SET odds = 24000 WHERE selection_id = 1001");
@@ -632,7 +459,7 @@ TEST_CASE("exposure shards keep the market under its liability limit under concu
     // Limit 100.00 over 4 shards of 25.00; each bet of 10.00 at 2.00 is 10.00 of liability,
     // so a shard takes two bets and the market at most eight.
     e.add_market(10, 1001, "2.00", 10000, 4);
-    e.fund(1, 1000000);
+    e.deposit(1, 1000000);
     constexpr int connections = 8;
     constexpr int per_connection = 5;
     std::mutex mutex;
@@ -678,7 +505,7 @@ TEST_CASE("exposure shards keep the market under its liability limit under concu
 TEST_CASE("malformed bet messages get their documented errors over a real websocket") {
     engine e;
     e.add_market(10, 1001, "2.00", 100'000'000'000, 4, 100, 100000);
-    e.fund(1, 100000);
+    e.deposit(1, 100000);
     auto c = open_bets(e.port(), 1);
 
     c.send_text("{not json");
@@ -734,7 +561,7 @@ TEST_CASE("malformed bet messages get their documented errors over a real websoc
           "unknown_selection");
     // Nothing was written by the invalid requests, and the connection still works.
     CHECK(e.scalar("SELECT count(*) FROM idempotency_keys") == 3);
-    CHECK(e.metrics().invalid.value() == 15);
+    CHECK(e.placement_metrics().invalid.value() == 15);
     r = request(c, json{{"type", "balance"}, {"id", 9}});
     CHECK(r == json{{"type", "balance"},
                     {"id", 9},
@@ -749,7 +576,7 @@ TEST_CASE("malformed bet messages get their documented errors over a real websoc
 TEST_CASE("a flood past the in-flight limit gets busy and the connection stays usable") {
     engine e([](fulltime::config& cfg) { cfg.gateway.inflight_per_connection_max = 2; });
     e.add_market(10, 1001, "2.00");
-    e.fund(1, 1000000);
+    e.deposit(1, 1000000);
     auto c = open_bets(e.port(), 1);
     constexpr int flood = 60;
     for (int i = 0; i < flood; ++i) {
@@ -788,8 +615,8 @@ TEST_CASE("balance and bets answer from the primary for the token's account") {
     engine e;
     e.add_market(10, 1001, "2.00");
     e.add_market(11, 1101, "3.00");
-    e.fund(1, 10000);
-    e.fund(2, 10000);
+    e.deposit(1, 10000);
+    e.deposit(2, 10000);
     auto c = open_bets(e.port(), 1);
     auto other = open_bets(e.port(), 2);
     for (int i = 0; i < 5; ++i) {
@@ -828,7 +655,7 @@ TEST_CASE("the purge actor deletes old keys in batches and keeps fresh ones") {
         cfg.placement.purge_batch_max = 2;
     });
     e.add_market(10, 1001, "2.00");
-    e.fund(1, 10000);
+    e.deposit(1, 10000);
     auto c = open_bets(e.port(), 1);
     for (int i = 0; i < 8; ++i) {
         REQUIRE(request(c, place("p", "q" + std::to_string(i), 1001, "1.00", "2.00"))["type"] ==
@@ -840,8 +667,8 @@ TEST_CASE("the purge actor deletes old keys in batches and keeps fresh ones") {
     const auto deleted = e.on_loop(e.placement().purge_now());
     REQUIRE(deleted.has_value());
     CHECK(*deleted == 5);
-    CHECK(e.metrics().purged_keys.value() == 5);
-    CHECK(e.metrics().purge_batches.value() == 3);  // 2 + 2 + 1
+    CHECK(e.placement_metrics().purged_keys.value() == 5);
+    CHECK(e.placement_metrics().purge_batches.value() == 3);  // 2 + 2 + 1
     CHECK(e.scalar("SELECT count(*) FROM idempotency_keys") == 3);
     CHECK(e.scalar("SELECT count(*) FROM idempotency_keys WHERE idempotency_key = 'q7'") == 1);
     // Bets are history and stay; only the keys expire.
@@ -857,21 +684,21 @@ TEST_CASE("the purge actor runs on its own interval") {
         cfg.placement.purge_interval_ms = 100;
     });
     e.add_market(10, 1001, "2.00");
-    e.fund(1, 10000);
+    e.deposit(1, 10000);
     auto c = open_bets(e.port(), 1);
     REQUIRE(request(c, place("p", "old", 1001, "1.00", "2.00"))["type"] == "placed");
     REQUIRE(request(c, place("p", "new", 1001, "1.00", "2.00"))["type"] == "placed");
     e.exec(
         "UPDATE idempotency_keys SET created_at = now() - interval '1 day' "
         "WHERE idempotency_key = 'old'");
-    CHECK(eventually([&] { return e.scalar("SELECT count(*) FROM idempotency_keys") == 1; }));
+    CHECK(fulltime::test::eventually([&] { return e.scalar("SELECT count(*) FROM idempotency_keys") == 1; }));
     CHECK(e.scalar("SELECT count(*) FROM idempotency_keys WHERE idempotency_key = 'new'") == 1);
 }
 
 TEST_CASE("placement metrics appear in the Prometheus text") {
     engine e;
     e.add_market(10, 1001, "2.00");
-    e.fund(1, 1000);
+    e.deposit(1, 1000);
     auto c = open_bets(e.port(), 1);
     REQUIRE(request(c, place("p", "m1", 1001, "1.00", "2.00"))["type"] == "placed");
     const auto text = e.metrics_text();

@@ -4,26 +4,20 @@
 // the issue's test asks: each problem must become exactly one incident, the engine must never
 // touch the money, and a problem fixed by hand must be closed by the next run.
 
+#include "fulltime/db/audit_statements.hpp"
 #include "fulltime/actors/reconciliation.hpp"
-#include "fulltime/actors/runtime.hpp"
 #include "fulltime/actors/settlement.hpp"
 #include "fulltime/config/config.hpp"
 #include "fulltime/core/metrics.hpp"
-#include "fulltime/db/audit_statements.hpp"
 #include "fulltime/db/connection.hpp"
 #include "fulltime/db/pool.hpp"
+#include "support/engine_fixture.hpp"
 #include "support/invariants.hpp"
 #include "support/pg_support.hpp"
-
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-#endif
+#include "support/test_config.hpp"
 
 #include <boost/asio/co_spawn.hpp>
-#include <boost/asio/executor_work_guard.hpp>
-#include <boost/asio/io_context.hpp>
 #include <boost/asio/this_coro.hpp>
-#include <boost/asio/use_future.hpp>
 
 #include <doctest/doctest.h>
 
@@ -45,19 +39,8 @@ namespace {
 
 namespace asio = boost::asio;
 using fulltime::actors::reconcile_summary;
-using fulltime::test::apply_migrations;
-using fulltime::test::exec_scalar;
 using namespace std::chrono_literals;
 using steady = std::chrono::steady_clock;
-
-asio::awaitable<bool> stop_on_loop(fulltime::actors::reconciliation_service* reconciliation,
-                                   fulltime::actors::settlement_service* settlement,
-                                   fulltime::db::pools* pools) {
-    reconciliation->stop();
-    settlement->stop();
-    pools->close();
-    co_return true;
-}
 
 asio::awaitable<fulltime::db::outcome<reconcile_summary>> run_now(
     fulltime::actors::reconciliation_service* reconciliation) {
@@ -65,75 +48,19 @@ asio::awaitable<fulltime::db::outcome<reconcile_summary>> run_now(
     co_return r;
 }
 
-// Owns a scratch database with the engine's schema, the pools, the actor runtime, the
-// settlement service and the reconciliation service, with the io_context on its own thread.
-class engine {
+// The reconciliation actor and, where money must move during a run, the settlement actors, on
+// the engine's pools (tests/support/engine_fixture.hpp) with the database settings of tests
+// that reconcile thousands of rows. Runs are on demand only (test_config's reconcile.interval_ms
+// is 0) unless a test asks otherwise.
+class engine : public fulltime::test::engine {
 public:
-    explicit engine(const std::function<void(fulltime::config&)>& configure = {}) {
-        cfg_.database.url = db_.url();
-        cfg_.database.connect_timeout_ms = 2000;
-        cfg_.database.statement_timeout_ms = 60000;
-        cfg_.database.query_timeout_ms = 60000;
-        cfg_.database.placement = fulltime::pool_settings{2, 64, 2000};
-        cfg_.database.settlement = fulltime::pool_settings{2, 64, 5000};
-        cfg_.database.read = fulltime::pool_settings{1, 64, 2000};
-        cfg_.database.background = fulltime::pool_settings{2, 64, 5000};
-        cfg_.actors.scheduler_threads = 2;
-        cfg_.actors.request_timeout_ms = 5000;
-        cfg_.settlement.batch_bets_max = 100;
-        cfg_.settlement.batches_in_flight = 2;
-        cfg_.settlement.lock_timeout_ms = 200;
-        cfg_.settlement.retry_delay_ms = 10;
-        cfg_.settlement.poll_interval_ms = 200;
-        cfg_.settlement.duty_percent = 100;
-        cfg_.settlement.push_interval_ms = 50;
-        cfg_.reconcile.interval_ms = 0;  // on demand only, unless a test asks otherwise
-        cfg_.reconcile.chunk_accounts = 1000;
-        cfg_.reconcile.chunk_transfers = 20000;
-        cfg_.reconcile.chunk_pause_ms = 0;
-        cfg_.reconcile.lock_timeout_ms = 1000;
-        cfg_.reconcile.statement_timeout_ms = 60000;
-        cfg_.reconcile.run_timeout_ms = 120000;
-        if (configure) {
-            configure(cfg_);
-        }
-        pools_ =
-            fulltime::db::pools::make(ioc_.get_executor(), cfg_.database, db_.url(), db_.url());
-        thread_ = std::thread([this] { ioc_.run(); });
-        REQUIRE(on_loop(apply_migrations(pools_.background.get())));
-        runtime_ = std::make_unique<fulltime::actors::runtime>(cfg_.actors);
-        settlement_metrics_ = std::make_unique<fulltime::actors::settlement_metrics>(registry_);
-        settlement_ = std::make_unique<fulltime::actors::settlement_service>(
-            runtime_->system(), ioc_.get_executor(), *pools_.settlement, *pools_.background, cfg_,
-            *settlement_metrics_);
-        metrics_ = std::make_unique<fulltime::actors::reconciliation_metrics>(registry_);
-        reconciliation_ = std::make_unique<fulltime::actors::reconciliation_service>(
-            runtime_->system(), ioc_.get_executor(), *pools_.background, cfg_, *metrics_);
-    }
-
-    ~engine() {
-        try {
-            stop();
-        } catch (const std::exception& e) {
-            MESSAGE("stopping the engine: " << e.what());
-        }
-    }
-
-    engine(const engine&) = delete;
-    engine& operator=(const engine&) = delete;
-
-    template <class T>
-    T on_loop(asio::awaitable<T> task, std::chrono::milliseconds timeout = 60s) {
-        auto fut = asio::co_spawn(ioc_, std::move(task), asio::use_future);
-        if (fut.wait_for(timeout) != std::future_status::ready) {
-            throw std::runtime_error("task on the engine's loop timed out");
-        }
-        return fut.get();
-    }
+    explicit engine(const std::function<void(fulltime::config&)>& configure = {})
+        : fulltime::test::engine({.settlement = true, .reconciliation = true},
+                                 fulltime::test::use_batch_database, configure) {}
 
     /// Starts a run through the actor (as POST /v1/reconcile does); get() awaits its answer.
     std::future<fulltime::db::outcome<reconcile_summary>> ask_run() {
-        return asio::co_spawn(ioc_, run_now(reconciliation_.get()), asio::use_future);
+        return spawn(run_now(&reconciliation()));
     }
 
     /// Runs a reconciliation through the actor and requires it to succeed.
@@ -149,105 +76,15 @@ public:
     /// without the actor.
     reconcile_summary run_once() {
         auto r = on_loop(fulltime::actors::reconcile_once(
-            *pools_.background, fulltime::actors::reconcile_run_settings::from(cfg_)));
+                             *pools().background, fulltime::actors::reconcile_run_settings::from(cfg())),
+                         60s);
         REQUIRE_MESSAGE(r.has_value(), (r ? "" : fulltime::db::describe(r.error())));
         return *r;
-    }
-
-    void stop() {
-        if (!thread_.joinable()) {
-            return;
-        }
-        if (reconciliation_) {
-            asio::co_spawn(ioc_, stop_on_loop(reconciliation_.get(), settlement_.get(), &pools_),
-                           asio::use_future)
-                .wait_for(5s);
-        }
-        work_.reset();
-        ioc_.stop();
-        thread_.join();
-        if (runtime_) {
-            runtime_->shutdown();
-        }
-    }
-
-    const std::string& url() const { return db_.url(); }
-    fulltime::actors::reconciliation_service& reconciliation() { return *reconciliation_; }
-    fulltime::actors::reconciliation_metrics& metrics() { return *metrics_; }
-    fulltime::actors::settlement_service& settlement() { return *settlement_; }
-    fulltime::db::pool& background() { return *pools_.background; }
-    std::string metrics_text() { return registry_.render(); }
-
-    std::int64_t scalar(const std::string& sql) const {
-        auto v = exec_scalar(db_.url(), sql);
-        return v ? std::stoll(*v) : 0;
-    }
-    std::string text(const std::string& sql) const {
-        return exec_scalar(db_.url(), sql).value_or("");
-    }
-    void exec(const std::string& sql) const { exec_scalar(db_.url(), sql); }
-
-    /// Creates an open market with selections {id, odds in 1/10000}.
-    void add_market(std::int64_t market_id, const std::vector<std::pair<std::int64_t, int>>& sels) {
-        const auto m = std::to_string(market_id);
-        std::string sql =
-            "INSERT INTO events (event_id, name) VALUES (1, 'event') ON CONFLICT DO NOTHING;"
-            "INSERT INTO markets (market_id, event_id, name, stake_min, stake_max, "
-            "liability_limit, exposure_shards) VALUES (" +
-            m + ", 1, 'market " + m + "', 1, 100000000000, 1000000000000000, 4);" +
-            "INSERT INTO market_exposure (market_id, shard, liability_limit) SELECT " + m +
-            ", g, 250000000000000 FROM generate_series(0, 3) g;";
-        for (const auto& [id, odds] : sels) {
-            sql += "INSERT INTO selections (selection_id, market_id, name, odds) VALUES (" +
-                   std::to_string(id) + ", " + m + ", 's', " + std::to_string(odds) + ");";
-        }
-        exec(sql);
-    }
-
-    /// Creates accounts [first, first + n) with `amount` each, as a keyed deposit.
-    void fund(std::int64_t first, std::int64_t n, std::int64_t amount,
-              const std::string& currency = "EUR") {
-        const auto a = "generate_series(" + std::to_string(first) + ", " +
-                       std::to_string(first + n - 1) + ") a";
-        exec("BEGIN; INSERT INTO accounts (account_id, currency, available) SELECT a, '" +
-             currency + "', " + std::to_string(amount) + " FROM " + a +
-             "; INSERT INTO ledger_transfers (entry_key, currency, debit_side, credit_side, "
-             "credit_account_id, amount) SELECT 'deposit:' || a || ':seed', '" +
-             currency + "', 'cash', 'available', a, " + std::to_string(amount) + " FROM " + a +
-             "; COMMIT;");
-    }
-
-    /// Places one bet with the placement's own function; returns its outcome.
-    std::string place(std::int64_t account, const std::string& key, std::int64_t selection,
-                      std::int64_t stake) {
-        return text("SELECT outcome FROM fulltime_place(" + std::to_string(account) + ", '" + key +
-                    "', 'fp', " + std::to_string(selection) + ", " + std::to_string(stake) +
-                    ", 0, 'any', 1000, 0)");
     }
 
     std::int64_t incidents(const std::string& where = "true") const {
         return scalar("SELECT count(*) FROM incidents WHERE " + where);
     }
-
-    void check_invariants() const {
-        for (const auto& problem : fulltime::test::money_violations(db_.url())) {
-            FAIL_CHECK(problem);
-        }
-    }
-
-private:
-    fulltime::test::scratch_database db_;
-    fulltime::metrics::registry registry_;
-    fulltime::config cfg_;
-    asio::io_context ioc_;
-    asio::executor_work_guard<asio::io_context::executor_type> work_{ioc_.get_executor()};
-    fulltime::db::pools pools_;
-    std::unique_ptr<fulltime::actors::runtime> runtime_;
-    std::unique_ptr<fulltime::actors::settlement_metrics> settlement_metrics_;
-    std::unique_ptr<fulltime::actors::settlement_service> settlement_;
-    std::unique_ptr<fulltime::actors::reconciliation_metrics> metrics_;
-    std::unique_ptr<fulltime::actors::reconciliation_service> reconciliation_;
-    std::thread thread_;
 };
 
 // One libpq connection of its own, for a thread that writes while a run reads (tests only).
@@ -345,7 +182,7 @@ TEST_CASE("a corrupted balance row is one incident, never corrected, closed once
     CHECK(e.incidents() == 1);
     CHECK(e.metrics_text().find(R"(fulltime_incidents_open{kind="balance_drift"} 0)") !=
           std::string::npos);
-    CHECK(e.metrics().runs_ok.value() == 4);
+    CHECK(e.reconciliation_metrics().runs_ok.value() == 4);
 
     // The same drift again later is a new incident: the closed one stays closed.
     e.exec("UPDATE accounts SET reserved = reserved + 5 WHERE account_id = 3");
@@ -371,7 +208,7 @@ TEST_CASE("chunks cover every account and every transfer, the last one open-ende
     CHECK(clean.currencies[0].code == "EUR");
     CHECK(clean.currencies[0].accounts == 2500);
     CHECK(clean.currencies[0].imbalance_minor == 0);
-    CHECK(e.metrics().accounts_checked.value() == 2500);
+    CHECK(e.reconciliation_metrics().accounts_checked.value() == 2500);
 
     // The first account, both sides of a chunk boundary, the last account, and a transfer to
     // an account that does not exist (beyond the last one: only an open-ended last chunk sees
@@ -455,7 +292,7 @@ TEST_CASE("a transfer in another currency is a mismatch and unbalances both curr
     const auto fixed = e.run();
     CHECK(fixed.incidents_resolved == 3);
     CHECK(fixed.reconciliation_incidents_open() == 0);
-    e.check_invariants();
+    e.check_money_invariants();
 }
 
 TEST_CASE("no false drift while placements, deposits and settlements commit during a run") {
@@ -572,7 +409,7 @@ TEST_CASE("no false drift while placements, deposits and settlements commit duri
     CHECK(e.incidents() == 0);
     const auto last = e.run();
     CHECK(last.drifts == 0);
-    e.check_invariants();
+    e.check_money_invariants();
 }
 
 TEST_CASE("a request during a run is answered by the next run, which sees what changed") {
@@ -601,7 +438,7 @@ TEST_CASE("a request during a run is answered by the next run, which sees what c
     // The two requests that came during the first run share the second run.
     CHECK(b->started_at == c->started_at);
     CHECK(a->started_at != b->started_at);
-    CHECK(e.metrics().runs_ok.value() == 2);
+    CHECK(e.reconciliation_metrics().runs_ok.value() == 2);
     CHECK(e.incidents() == 1);
 }
 
@@ -632,8 +469,8 @@ TEST_CASE("a scheduled run needs no request") {
         std::this_thread::sleep_for(50ms);
     }
     CHECK(e.incidents() == 1);
-    CHECK(e.metrics().runs_ok.value() >= 1);
-    CHECK(e.metrics().last_success_unix_ms.load() > 0);
+    CHECK(e.reconciliation_metrics().runs_ok.value() >= 1);
+    CHECK(e.reconciliation_metrics().last_success_unix_ms.load() > 0);
     CHECK(e.metrics_text().find("fulltime_reconcile_last_success_timestamp_seconds") !=
           std::string::npos);
 }

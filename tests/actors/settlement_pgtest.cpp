@@ -4,29 +4,17 @@
 // does; bets are placed with the placement's own function. Every scenario ends with the money
 // invariants of DESIGN.md (tests/support/invariants.hpp).
 
-#include "fulltime/actors/runtime.hpp"
 #include "fulltime/actors/settlement.hpp"
 #include "fulltime/config/config.hpp"
 #include "fulltime/core/metrics.hpp"
-#include "fulltime/core/resources.hpp"
-#include "fulltime/db/pool.hpp"
+#include "support/engine_fixture.hpp"
 #include "support/invariants.hpp"
-#include "support/pg_support.hpp"
-
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-#endif
-
-#include <boost/asio/co_spawn.hpp>
-#include <boost/asio/executor_work_guard.hpp>
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/use_future.hpp>
+#include "support/test_config.hpp"
 
 #include <doctest/doctest.h>
 
 #include <atomic>
 #include <chrono>
-#include <deque>
 #include <functional>
 #include <future>
 #include <map>
@@ -37,160 +25,16 @@
 
 namespace {
 
-namespace asio = boost::asio;
-using fulltime::test::apply_migrations;
-using fulltime::test::exec_scalar;
 using namespace std::chrono_literals;
 using steady = std::chrono::steady_clock;
 
-asio::awaitable<bool> stop_service(fulltime::actors::settlement_service* settlement) {
-    settlement->stop();
-    co_return true;
-}
-
-asio::awaitable<bool> stop_on_loop(fulltime::actors::settlement_service* settlement,
-                                   fulltime::db::pools* pools) {
-    settlement->stop();
-    pools->close();
-    co_return true;
-}
-
-// Owns a scratch database with the engine's schema, the pools, the actor runtime and the
-// settlement service, with the io_context on its own thread.
-class engine {
+// The settlement actors on the engine's pools (tests/support/engine_fixture.hpp), with the
+// database settings of tests that settle thousands of bets in one go.
+class engine : public fulltime::test::engine {
 public:
-    explicit engine(const std::function<void(fulltime::config&)>& configure = {}) {
-        cfg_.database.url = db_.url();
-        cfg_.database.connect_timeout_ms = 2000;
-        cfg_.database.statement_timeout_ms = 60000;
-        cfg_.database.query_timeout_ms = 60000;
-        cfg_.database.placement = fulltime::pool_settings{2, 64, 2000};
-        cfg_.database.settlement = fulltime::pool_settings{2, 64, 5000};
-        cfg_.database.read = fulltime::pool_settings{1, 64, 2000};
-        cfg_.database.background = fulltime::pool_settings{2, 64, 5000};
-        cfg_.actors.scheduler_threads = 2;
-        cfg_.actors.request_timeout_ms = 5000;
-        cfg_.settlement.batch_bets_max = 100;
-        cfg_.settlement.batches_in_flight = 2;
-        cfg_.settlement.lock_timeout_ms = 200;
-        cfg_.settlement.retry_delay_ms = 10;
-        cfg_.settlement.poll_interval_ms = 200;
-        cfg_.settlement.duty_percent = 100;
-        cfg_.settlement.push_interval_ms = 50;
-        if (configure) {
-            configure(cfg_);
-        }
-        pools_ =
-            fulltime::db::pools::make(ioc_.get_executor(), cfg_.database, db_.url(), db_.url());
-        thread_ = std::thread([this] { ioc_.run(); });
-        REQUIRE(on_loop(apply_migrations(pools_.background.get())));
-        runtime_ = std::make_unique<fulltime::actors::runtime>(cfg_.actors);
-        metrics_ = std::make_unique<fulltime::actors::settlement_metrics>(registry_);
-        settlement_ = std::make_unique<fulltime::actors::settlement_service>(
-            runtime_->system(), ioc_.get_executor(), *pools_.settlement, *pools_.background, cfg_,
-            *metrics_);
-    }
-
-    ~engine() {
-        try {
-            stop();
-        } catch (const std::exception& e) {
-            MESSAGE("stopping the engine: " << e.what());
-        }
-    }
-
-    engine(const engine&) = delete;
-    engine& operator=(const engine&) = delete;
-
-    template <class T>
-    T on_loop(asio::awaitable<T> task, std::chrono::milliseconds timeout = 20s) {
-        auto fut = asio::co_spawn(ioc_, std::move(task), asio::use_future);
-        if (fut.wait_for(timeout) != std::future_status::ready) {
-            throw std::runtime_error("task on the engine's loop timed out");
-        }
-        return fut.get();
-    }
-
-    void stop() {
-        if (!thread_.joinable()) {
-            return;
-        }
-        for (auto& other : others_) {
-            asio::co_spawn(ioc_, stop_service(other.get()), asio::use_future).wait_for(5s);
-        }
-        if (settlement_) {
-            asio::co_spawn(ioc_, stop_on_loop(settlement_.get(), &pools_), asio::use_future)
-                .wait_for(5s);
-        }
-        work_.reset();
-        ioc_.stop();
-        thread_.join();
-        if (runtime_) {
-            runtime_->shutdown();
-        }
-    }
-
-    const std::string& url() const { return db_.url(); }
-    fulltime::actors::settlement_service& settlement() { return *settlement_; }
-    fulltime::actors::settlement_metrics& metrics() { return *metrics_; }
-
-    /// Starts another settlement service on the same database, as a second engine instance
-    /// would; it stops with the engine.
-    fulltime::actors::settlement_service& add_instance() {
-        other_metrics_.push_back(std::make_unique<fulltime::actors::settlement_metrics>(
-            other_registries_.emplace_back()));
-        others_.push_back(std::make_unique<fulltime::actors::settlement_service>(
-            runtime_->system(), ioc_.get_executor(), *pools_.settlement, *pools_.background, cfg_,
-            *other_metrics_.back()));
-        return *others_.back();
-    }
-    std::string metrics_text() { return registry_.render(); }
-
-    std::int64_t scalar(const std::string& sql) const {
-        auto v = exec_scalar(db_.url(), sql);
-        return v ? std::stoll(*v) : 0;
-    }
-    std::string text(const std::string& sql) const {
-        return exec_scalar(db_.url(), sql).value_or("");
-    }
-    void exec(const std::string& sql) const { exec_scalar(db_.url(), sql); }
-
-    /// Creates an open market with selections {id, odds in 1/10000}.
-    void add_market(std::int64_t market_id, const std::vector<std::pair<std::int64_t, int>>& sels) {
-        const auto m = std::to_string(market_id);
-        std::string sql =
-            "INSERT INTO events (event_id, name) VALUES (1, 'event') ON CONFLICT DO NOTHING;"
-            "INSERT INTO markets (market_id, event_id, name, stake_min, stake_max, "
-            "liability_limit, exposure_shards) VALUES (" +
-            m + ", 1, 'market " + m + "', 1, 100000000000, 1000000000000000, 4);" +
-            "INSERT INTO market_exposure (market_id, shard, liability_limit) SELECT " + m +
-            ", g, 250000000000000 FROM generate_series(0, 3) g;";
-        for (const auto& [id, odds] : sels) {
-            sql += "INSERT INTO selections (selection_id, market_id, name, odds) VALUES (" +
-                   std::to_string(id) + ", " + m + ", 's', " + std::to_string(odds) + ");";
-        }
-        exec(sql);
-    }
-
-    /// Creates accounts [first, first + n) with `amount` each, as a keyed deposit.
-    void fund(std::int64_t first, std::int64_t n, std::int64_t amount) {
-        const auto a = "generate_series(" + std::to_string(first) + ", " +
-                       std::to_string(first + n - 1) + ") a";
-        exec("BEGIN; INSERT INTO accounts (account_id, currency, available) SELECT a, 'EUR', " +
-             std::to_string(amount) + " FROM " + a +
-             "; INSERT INTO ledger_transfers (entry_key, currency, debit_side, credit_side, "
-             "credit_account_id, amount) SELECT 'deposit:' || a || ':seed', 'EUR', 'cash', "
-             "'available', a, " +
-             std::to_string(amount) + " FROM " + a + "; COMMIT;");
-    }
-
-    /// Places one bet with the placement's own function; returns its outcome.
-    std::string place(std::int64_t account, const std::string& key, std::int64_t selection,
-                      std::int64_t stake, int lock_timeout_ms = 1000) {
-        return text("SELECT outcome FROM fulltime_place(" + std::to_string(account) + ", '" + key +
-                    "', 'fp', " + std::to_string(selection) + ", " + std::to_string(stake) +
-                    ", 0, 'any', " + std::to_string(lock_timeout_ms) + ", 0)");
-    }
+    explicit engine(const std::function<void(fulltime::config&)>& configure = {})
+        : fulltime::test::engine({.settlement = true}, fulltime::test::use_batch_database,
+                                 configure) {}
 
     /// Stores an event as the feed does and notifies the service; returns the outcome.
     std::string record(std::int64_t market, int seq, const std::string& key,
@@ -198,25 +42,8 @@ public:
         auto outcome = text("SELECT outcome FROM fulltime_record_result(" + std::to_string(market) +
                             ", " + std::to_string(seq) + ", '" + key + "', '" + kind + "', '" +
                             payload + "'::jsonb, 'test')");
-        settlement_->notify(market);
+        settlement().notify(market);
         return outcome;
-    }
-
-    std::int64_t applied(std::int64_t market) const {
-        return scalar("SELECT applied_seq FROM settlement_progress WHERE market_id = " +
-                      std::to_string(market));
-    }
-
-    /// Waits until `market` applied event `seq`.
-    bool wait_applied(std::int64_t market, int seq, std::chrono::milliseconds timeout = 30s) {
-        const auto until = steady::now() + timeout;
-        while (steady::now() < until) {
-            if (applied(market) >= seq) {
-                return true;
-            }
-            std::this_thread::sleep_for(20ms);
-        }
-        return applied(market) >= seq;
     }
 
     std::int64_t available(std::int64_t account) const {
@@ -227,39 +54,6 @@ public:
         return scalar("SELECT reserved FROM accounts WHERE account_id = " +
                       std::to_string(account));
     }
-
-    /// The effect in force of the bet with `key`: "outcome payout", or "open".
-    std::string state(const std::string& key) const {
-        return exec_scalar(db_.url(),
-                           "SELECT coalesce((SELECT e.outcome || ' ' || e.payout FROM "
-                           "bet_settlements e WHERE e.bet_id = b.bet_id AND NOT e.reversal AND "
-                           "NOT EXISTS (SELECT 1 FROM bet_settlements r WHERE r.bet_id = "
-                           "e.bet_id AND r.version = e.version AND r.reversal)), 'open') FROM "
-                           "bets b WHERE b.idempotency_key = '" +
-                               key + "'")
-            .value_or("missing");
-    }
-
-    void check_invariants() const {
-        for (const auto& problem : fulltime::test::money_violations(db_.url())) {
-            FAIL_CHECK(problem);
-        }
-    }
-
-private:
-    fulltime::test::scratch_database db_;
-    fulltime::metrics::registry registry_;
-    fulltime::config cfg_;
-    asio::io_context ioc_;
-    asio::executor_work_guard<asio::io_context::executor_type> work_{ioc_.get_executor()};
-    fulltime::db::pools pools_;
-    std::unique_ptr<fulltime::actors::runtime> runtime_;
-    std::unique_ptr<fulltime::actors::settlement_metrics> metrics_;
-    std::unique_ptr<fulltime::actors::settlement_service> settlement_;
-    std::deque<fulltime::metrics::registry> other_registries_;
-    std::vector<std::unique_ptr<fulltime::actors::settlement_metrics>> other_metrics_;
-    std::vector<std::unique_ptr<fulltime::actors::settlement_service>> others_;
-    std::thread thread_;
 };
 
 }  // namespace
@@ -289,15 +83,15 @@ TEST_CASE("each outcome kind pays its hand-computed payout") {
         "stored");
     REQUIRE(e.wait_applied(1, 1));
     // 10.00 at 2.50, half void: 5.00 back + 5.00 * 2.50 = 17.50.
-    CHECK(e.state("half-won") == "half_won 1750");
+    CHECK(e.bet_state("half-won") == "half_won 1750");
     // 10.00 at 3.10, half void, lost: 5.00 back.
-    CHECK(e.state("half-lost") == "half_lost 500");
+    CHECK(e.bet_state("half-lost") == "half_lost 500");
     // 10.00 at 1.90, dead heat 0.5: 10.00 * 0.5 * 1.90 = 9.50.
-    CHECK(e.state("dead-heat") == "dead_heat 950");
+    CHECK(e.bet_state("dead-heat") == "dead_heat 950");
     // 1.00 at 2.55, dead heat 0.3333: 100 * 0.3333 * 2.55 = 84.99 cents, floored to 84.
-    CHECK(e.state("rounding") == "dead_heat 84");
-    CHECK(e.state("void") == "void 1000");
-    CHECK(e.state("lost") == "lost 0");
+    CHECK(e.bet_state("rounding") == "dead_heat 84");
+    CHECK(e.bet_state("void") == "void 1000");
+    CHECK(e.bet_state("lost") == "lost 0");
     CHECK(e.available(1) == 100000 - 5100 + 1750 + 500 + 950 + 84 + 1000);
     CHECK(e.reserved(1) == 0);
     // A plain win.
@@ -311,13 +105,13 @@ TEST_CASE("each outcome kind pays its hand-computed payout") {
             R"({"selection_id":22,"win":false,"void_factor":0,"dead_heat_factor":10000}]})") ==
         "stored");
     REQUIRE(e.wait_applied(2, 1));
-    CHECK(e.state("won") == "won 2500");
-    CHECK(e.state("lost-2") == "lost 0");
+    CHECK(e.bet_state("won") == "won 2500");
+    CHECK(e.bet_state("lost-2") == "lost 0");
     // A result suspends the market: a later bet is refused.
     CHECK(e.text("SELECT status FROM markets WHERE market_id = 2") == "suspended");
     CHECK(e.text("SELECT (fulltime_place(1, 'late', 'fp', 21, 1000, 0, 'any', 1000, 0))"
                  ".response->>'code'") == "market_suspended");
-    e.check_invariants();
+    e.check_money_invariants();
 }
 
 TEST_CASE("duplicates are ignored and events apply in seq order after a gap") {
@@ -335,7 +129,7 @@ TEST_CASE("duplicates are ignored and events apply in seq order after a gap") {
     std::this_thread::sleep_for(500ms);
     CHECK(e.applied(1) == 0);
     CHECK(e.scalar("SELECT count(*) FROM bet_settlements") == 0);
-    CHECK(e.metrics().backlog_events.value() >= 2);
+    CHECK(e.settlement_metrics().backlog_events.value() >= 2);
     // Duplicates of each kind, and a conflict.
     CHECK(e.record(1, 2, "rb-2", "rollback_result", "{}") == "duplicate");
     CHECK(e.record(1, 1, "r-1", "result", win11) == "stored");
@@ -355,13 +149,13 @@ TEST_CASE("duplicates are ignored and events apply in seq order after a gap") {
     CHECK(e.scalar("SELECT count(*) FROM (SELECT bet_id FROM bet_settlements GROUP BY bet_id "
                    "HAVING count(*) = 4) x") == 10);
     for (int a = 1; a <= 10; ++a) {
-        CHECK(e.state("k" + std::to_string(a)) == "open");
+        CHECK(e.bet_state("k" + std::to_string(a)) == "open");
         CHECK(e.available(a) == 9000);
         CHECK(e.reserved(a) == 1000);
     }
     std::this_thread::sleep_for(400ms);  // a scan after the last event
-    CHECK(e.metrics().backlog_events.value() == 0);
-    e.check_invariants();
+    CHECK(e.settlement_metrics().backlog_events.value() == 0);
+    e.check_money_invariants();
 }
 
 TEST_CASE("a correction a rollback and a windowed cancel on a settled market keep the books") {
@@ -384,41 +178,41 @@ TEST_CASE("a correction a rollback and a windowed cancel on a settled market kee
     // Home won: account 1 staked 30.00 and gets 90.00; account 2 lost 10.00.
     CHECK(e.available(1) == 10000 - 3000 + 9000);
     CHECK(e.available(2) == 9000);
-    e.check_invariants();
+    e.check_money_invariants();
 
     // Correction: away won. Account 1's winnings are reversed, account 2 gets 15.00.
     REQUIRE(e.record(1, 2, "r2", "result", away) == "stored");
     REQUIRE(e.wait_applied(1, 2));
-    CHECK(e.state("a-early") == "lost 0");
-    CHECK(e.state("b-early") == "won 1500");
+    CHECK(e.bet_state("a-early") == "lost 0");
+    CHECK(e.bet_state("b-early") == "won 1500");
     CHECK(e.available(1) == 7000);
     CHECK(e.available(2) == 9000 + 1500);
     CHECK(e.scalar("SELECT max(version) FROM bet_settlements") == 2);
-    e.check_invariants();
+    e.check_money_invariants();
 
     // Cancel the bets placed from window_start on: only a-late is voided (its stake back).
     REQUIRE(e.record(1, 3, "c3", "cancel", R"({"start_time":")" + window_start + R"("})") ==
             "stored");
     REQUIRE(e.wait_applied(1, 3));
-    CHECK(e.state("a-late") == "void 2000");
-    CHECK(e.state("a-early") == "lost 0");
+    CHECK(e.bet_state("a-late") == "void 2000");
+    CHECK(e.bet_state("a-early") == "lost 0");
     CHECK(e.available(1) == 9000);
-    e.check_invariants();
+    e.check_money_invariants();
 
     // Roll the cancel back: a-late is settled again with the result in force (away won).
     REQUIRE(e.record(1, 4, "rc4", "rollback_cancel",
                      R"({"start_time":")" + window_start + R"("})") == "stored");
     REQUIRE(e.wait_applied(1, 4));
-    CHECK(e.state("a-late") == "lost 0");
+    CHECK(e.bet_state("a-late") == "lost 0");
     CHECK(e.available(1) == 7000);
-    e.check_invariants();
+    e.check_money_invariants();
 
     // Roll the result back: every bet is open again, the stakes reserved.
     REQUIRE(e.record(1, 5, "rb5", "rollback_result", "{}") == "stored");
     REQUIRE(e.wait_applied(1, 5));
-    CHECK(e.state("a-early") == "open");
-    CHECK(e.state("a-late") == "open");
-    CHECK(e.state("b-early") == "open");
+    CHECK(e.bet_state("a-early") == "open");
+    CHECK(e.bet_state("a-late") == "open");
+    CHECK(e.bet_state("b-early") == "open");
     CHECK(e.available(1) == 7000);
     CHECK(e.reserved(1) == 3000);
     CHECK(e.available(2) == 9000);
@@ -429,7 +223,7 @@ TEST_CASE("a correction a rollback and a windowed cancel on a settled market kee
                  "bet_settlements s JOIN bets b USING (bet_id) WHERE b.idempotency_key = "
                  "'a-late'") ==
           "settle1,reverse1,settle2,reverse2,cancel3,uncancel3,settle4,reverse4");
-    e.check_invariants();
+    e.check_money_invariants();
 }
 
 TEST_CASE("a market of 20000 bets settles while placements on other markets go on") {
@@ -502,8 +296,8 @@ TEST_CASE("a market of 20000 bets settles while placements on other markets go o
     CHECK(e.scalar("SELECT count(*) FROM bet_settlements WHERE outcome = 'won' AND payout = 200") ==
           bets / 3 + 1);
     CHECK(e.scalar("SELECT count(*) FROM outbox WHERE topic = 'bet_settled'") == bets);
-    CHECK(e.metrics().bets.value() == static_cast<std::uint64_t>(bets));
-    e.check_invariants();
+    CHECK(e.settlement_metrics().bets.value() == static_cast<std::uint64_t>(bets));
+    e.check_money_invariants();
 }
 
 TEST_CASE("taking back winnings already withdrawn records a debt that a later credit repays") {
@@ -527,19 +321,19 @@ TEST_CASE("taking back winnings already withdrawn records a debt that a later cr
     // Correction: away won. The 30.00 payout comes back from an empty account: advanced as debt.
     REQUIRE(e.record(1, 2, "r2", "result", away) == "stored");
     REQUIRE(e.wait_applied(1, 2));
-    CHECK(e.state("k") == "lost 0");
+    CHECK(e.bet_state("k") == "lost 0");
     CHECK(e.available(1) == 0);
     CHECK(e.scalar("SELECT owed FROM accounts WHERE account_id = 1") == 3000);
-    e.check_invariants();
+    e.check_money_invariants();
     // Corrected back: home won after all. The new payout repays the debt first.
     REQUIRE(e.record(1, 3, "r3", "result", home) == "stored");
     REQUIRE(e.wait_applied(1, 3));
-    CHECK(e.state("k") == "won 3000");
+    CHECK(e.bet_state("k") == "won 3000");
     CHECK(e.available(1) == 0);
     CHECK(e.scalar("SELECT owed FROM accounts WHERE account_id = 1") == 0);
     CHECK(e.scalar("SELECT count(*) FROM ledger_transfers WHERE entry_key LIKE 'advance:%' OR "
                    "entry_key LIKE 'repay:%'") == 2);
-    e.check_invariants();
+    e.check_money_invariants();
 }
 
 TEST_CASE("an event waits for the transactions that were running when it started") {
@@ -562,16 +356,16 @@ TEST_CASE("an event waits for the transactions that were running when it started
         "stored");
     std::this_thread::sleep_for(500ms);
     CHECK(e.applied(1) == 0);
-    CHECK(e.metrics().steps_fenced.value() > 0);
+    CHECK(e.settlement_metrics().steps_fenced.value() > 0);
     writer.join();
     REQUIRE(e.wait_applied(1, 1));
-    CHECK(e.state("k") == "won 2000");
-    e.check_invariants();
+    CHECK(e.bet_state("k") == "won 2000");
+    e.check_money_invariants();
 }
 
 TEST_CASE("two instances settling one market apply each event once") {
     engine e([](fulltime::config& cfg) { cfg.settlement.batch_bets_max = 50; });
-    auto& second = e.add_instance();
+    auto& second = e.add_settlement_instance();
     e.add_market(1, {{11, 20000}, {12, 30000}});
     e.fund(1, 50, 100000);
     e.exec(
@@ -592,7 +386,7 @@ TEST_CASE("two instances settling one market apply each event once") {
     CHECK(e.scalar("SELECT count(*) FROM bet_settlements") == 3000);
     CHECK(e.scalar("SELECT count(*) FROM bet_settlements WHERE version = 2 AND outcome = 'won' "
                    "AND payout = 300") == 500);
-    e.check_invariants();
+    e.check_money_invariants();
 }
 
 TEST_CASE("the money invariant checker finds broken books") {

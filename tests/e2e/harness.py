@@ -11,8 +11,12 @@ import subprocess
 import tempfile
 import threading
 import time
+import unittest
 import urllib.error
 import urllib.request
+import uuid
+
+import psycopg
 
 BINARY = os.environ.get("FULLTIME_BINARY", os.path.join(os.path.dirname(__file__), "../../build/fulltime"))
 STARTUP_TIMEOUT_S = 120
@@ -33,6 +37,26 @@ def engine_env(extra=None, state_dir=None):
     env["FULLTIME_TOKEN_SECRET"] = "e2e-secret-0123456789abcdef"
     env.update(extra or {})
     return env
+
+
+def scratch_database():
+    """Creates an empty database on the test server; returns (name, conninfo)."""
+    name = "ft_e2e_" + uuid.uuid4().hex[:12]
+    with psycopg.connect(test_database_url(), autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name} TEMPLATE template0")
+    return name, psycopg.conninfo.make_conninfo(test_database_url(), dbname=name)
+
+
+def drop_database(name):
+    with psycopg.connect(test_database_url(), autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+def database_env(extra=None):
+    """Creates a scratch database; returns (name, conninfo, the engine's environment for it
+    with the FULLTIME_* settings in `extra`)."""
+    name, url = scratch_database()
+    return name, url, engine_env({"FULLTIME_DATABASE_URL": url, **(extra or {})})
 
 
 def run_cli(args, env, timeout=60):
@@ -132,3 +156,47 @@ class Engine:
             self.proc.wait()
         self._reader.join(5)
         self.proc.stderr.close()
+
+
+class EngineTestCase(unittest.TestCase):
+    """A test case on a fresh database (dropped after the test) with the engine's environment
+    for it, `self.admin` and `self.producer` tokens (feed-1) when TOKENS, and the steps every
+    scenario repeats: send a market on the feed, open and fund accounts."""
+
+    ENGINE_ENV = {}  # the FULLTIME_* settings of the test class, over engine_env's
+    TOKENS = True
+
+    def setUp(self):
+        self.db_name, self.db_url, self.env = database_env(self.ENGINE_ENV)
+        self.addCleanup(drop_database, self.db_name)
+        if self.TOKENS:
+            self.admin = self.token("admin")
+            self.producer = self.token("producer", "feed-1")
+
+    def token(self, *args):
+        """Returns `fulltime token ARGS` (e.g. "account", "42")."""
+        code, out, err = run_cli(["token", *args], self.env)
+        self.assertEqual(code, 0, err)
+        return out.strip()
+
+    def sql(self, query, *args):
+        """Runs one statement on the test's database; returns its rows ([] when it has none)."""
+        with psycopg.connect(self.db_url, autocommit=True) as conn:
+            cur = conn.execute(query, args)
+            return cur.fetchall() if cur.description else []
+
+    def send_market(self, engine, market):
+        """Sends `market` on POST /v1/feed as the producer and requires it stored."""
+        status, body = engine.post_json("/v1/feed", market, self.producer)
+        self.assertEqual(status, 200, body)
+
+    def open_accounts(self, engine, accounts, amount, key="dep-{}"):
+        """Creates each account (EUR) and deposits `amount` ("100.00") into it, with the
+        idempotency key `key` formatted with the account id."""
+        for a in accounts:
+            status, body = engine.post_json("/v1/accounts", {"account_id": a, "currency": "EUR"},
+                                            self.admin)
+            self.assertIn(status, (200, 201), body)
+            status, body = engine.post_json(f"/v1/accounts/{a}/deposits",
+                                            {"amount": amount, "key": key.format(a)}, self.admin)
+            self.assertIn(status, (200, 201), body)

@@ -41,9 +41,8 @@ import psycopg
 import websockets.client
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import Engine, engine_env, run_cli  # noqa: E402
+from harness import Engine, database_env, drop_database, run_cli  # noqa: E402
 from money import audit_violations, sql_violations  # noqa: E402
-from test_foundation import drop_database, scratch_database  # noqa: E402
 
 SETTLE_TIMEOUT_S = 60
 
@@ -235,12 +234,10 @@ class Run:
     # Engine lifecycle ------------------------------------------------------------------------
 
     def start(self):
-        self.db_name, self.db_url = scratch_database()
         batch = self.rng.choice([1, 2, 3, 5, 8, 50])
-        self.env = engine_env({"FULLTIME_DATABASE_URL": self.db_url,
-                               "FULLTIME_SETTLEMENT_BATCH_BETS_MAX": str(batch),
-                               "FULLTIME_SETTLEMENT_POLL_INTERVAL_MS": "100",
-                               })
+        self.db_name, self.db_url, self.env = database_env(
+            {"FULLTIME_SETTLEMENT_BATCH_BETS_MAX": str(batch),
+             "FULLTIME_SETTLEMENT_POLL_INTERVAL_MS": "100"})
         self.note(f"seed {self.seed}: settlement batch size {batch}")
         self.admin = self.cli_token("admin")
         self.producer = self.cli_token("producer", "model-feed")

@@ -8,35 +8,17 @@ import signal
 import tempfile
 import time
 import unittest
-import uuid
 
 import psycopg
 import websockets.client
 from websockets.exceptions import InvalidStatusCode
 
-from harness import Engine, engine_env, run_cli, test_database_url
+from harness import Engine, EngineTestCase, engine_env, run_cli
 
 
-def scratch_database():
-    """Creates an empty database on the test server; returns (name, conninfo)."""
-    name = "ft_e2e_" + uuid.uuid4().hex[:12]
-    with psycopg.connect(test_database_url(), autocommit=True) as conn:
-        conn.execute(f"CREATE DATABASE {name} TEMPLATE template0")
-    return name, psycopg.conninfo.make_conninfo(test_database_url(), dbname=name)
-
-
-def drop_database(name):
-    with psycopg.connect(test_database_url(), autocommit=True) as conn:
-        conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
-
-
-class WithDatabase(unittest.TestCase):
-    def setUp(self):
-        self.db_name, self.db_url = scratch_database()
-        self.env = engine_env({"FULLTIME_DATABASE_URL": self.db_url})
-
-    def tearDown(self):
-        drop_database(self.db_name)
+class WithDatabase(EngineTestCase):
+    # These tests make their own tokens: some check what the first command creates.
+    TOKENS = False
 
 
 class ServeTest(WithDatabase):

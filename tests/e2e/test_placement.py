@@ -10,9 +10,8 @@ import unittest
 import websockets.client
 import websockets.exceptions
 
-from harness import Engine, engine_env, run_cli
+from harness import Engine, EngineTestCase
 from money import assert_money_invariants
-from test_foundation import drop_database, scratch_database
 
 MARKET = {"type": "market", "market_id": 100, "event_id": 10, "name": "Final: winner",
           "status": "open",
@@ -20,31 +19,14 @@ MARKET = {"type": "market", "market_id": 100, "event_id": 10, "name": "Final: wi
                          {"selection_id": 1002, "name": "Away", "odds": "3.10"}]}
 
 
-class PlacementTest(unittest.TestCase):
+class PlacementTest(EngineTestCase):
     def setUp(self):
-        self.db_name, self.db_url = scratch_database()
-        self.env = engine_env({"FULLTIME_DATABASE_URL": self.db_url})
-        self.admin = self.token("admin")
-        self.producer = self.token("producer", "feed-1")
+        super().setUp()
         self.bettor = self.token("account", "42")
 
-    def tearDown(self):
-        drop_database(self.db_name)
-
-    def token(self, *args):
-        code, out, err = run_cli(["token", *args], self.env)
-        self.assertEqual(code, 0, err)
-        return out.strip()
-
     def prepare(self, engine, deposit="100.00"):
-        status, body = engine.post_json("/v1/feed", MARKET, self.producer)
-        self.assertEqual(status, 200, body)
-        status, body = engine.post_json("/v1/accounts", {"account_id": 42, "currency": "EUR"},
-                                        self.admin)
-        self.assertIn(status, (200, 201), body)
-        status, body = engine.post_json("/v1/accounts/42/deposits",
-                                        {"amount": deposit, "key": "dep-1"}, self.admin)
-        self.assertIn(status, (200, 201), body)
+        self.send_market(engine, MARKET)
+        self.open_accounts(engine, [42], deposit, key="dep-1")
 
     def test_place_replay_and_refusals(self):
         engine = Engine(self.env)

@@ -7,39 +7,18 @@ closes it."""
 import json
 import unittest
 
-import psycopg
-
-from harness import Engine, engine_env, run_cli
+from harness import Engine, EngineTestCase, engine_env, run_cli
 from money import assert_money_invariants
-from test_foundation import drop_database, scratch_database
 
 MARKET = {"type": "market", "market_id": 100, "event_id": 10, "name": "Final: winner",
           "status": "open",
           "selections": [{"selection_id": 1001, "name": "Home", "odds": "2.50"}]}
 
 
-class ReconciliationTest(unittest.TestCase):
-    def setUp(self):
-        self.db_name, self.db_url = scratch_database()
-        # Scheduled runs off: every run in this test is one the test asked for.
-        self.env = engine_env({"FULLTIME_DATABASE_URL": self.db_url,
-                               "FULLTIME_RECONCILE_INTERVAL_MS": "0",
-                               "FULLTIME_RECONCILE_CHUNK_ACCOUNTS": "2"})
-        self.admin = self.token("admin")
-        self.producer = self.token("producer", "feed-1")
-
-    def tearDown(self):
-        drop_database(self.db_name)
-
-    def token(self, *args):
-        code, out, err = run_cli(["token", *args], self.env)
-        self.assertEqual(code, 0, err)
-        return out.strip()
-
-    def sql(self, query, *args):
-        with psycopg.connect(self.db_url, autocommit=True) as conn:
-            cur = conn.execute(query, args)
-            return cur.fetchall() if cur.description else []
+class ReconciliationTest(EngineTestCase):
+    # Scheduled runs off: every run in this test is one the test asked for.
+    ENGINE_ENV = {"FULLTIME_RECONCILE_INTERVAL_MS": "0",
+                  "FULLTIME_RECONCILE_CHUNK_ACCOUNTS": "2"}
 
     def auth(self):
         return {"Authorization": "Bearer " + self.admin}
@@ -59,15 +38,8 @@ class ReconciliationTest(unittest.TestCase):
         engine = Engine(self.env)
         try:
             engine.wait_ready()
-            status, body = engine.post_json("/v1/feed", MARKET, self.producer)
-            self.assertEqual(status, 200, body)
-            for a in (41, 42, 43):
-                status, body = engine.post_json("/v1/accounts",
-                                                {"account_id": a, "currency": "EUR"}, self.admin)
-                self.assertIn(status, (200, 201), body)
-                status, body = engine.post_json(f"/v1/accounts/{a}/deposits",
-                                                {"amount": "100.00", "key": f"d{a}"}, self.admin)
-                self.assertIn(status, (200, 201), body)
+            self.send_market(engine, MARKET)
+            self.open_accounts(engine, (41, 42, 43), "100.00", key="d{}")
 
             # Both routes take the admin token, and only it.
             for token in (None, self.producer, self.token("account", "42"), "garbage"):

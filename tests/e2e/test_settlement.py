@@ -10,12 +10,10 @@ import signal
 import time
 import unittest
 
-import psycopg
 import websockets.client
 
-from harness import Engine, engine_env, run_cli
+from harness import Engine, EngineTestCase
 from money import assert_money_invariants
-from test_foundation import drop_database, scratch_database
 
 MARKET = {"type": "market", "market_id": 100, "event_id": 10, "name": "Final: winner",
           "status": "open",
@@ -26,37 +24,13 @@ HOME_WINS = {"type": "result", "market_id": 100, "seq": 1, "event_key": "final-r
                           {"selection_id": 1002, "result": "lose"}]}
 
 
-class SettlementTest(unittest.TestCase):
-    def setUp(self):
-        self.db_name, self.db_url = scratch_database()
-        self.env = engine_env({"FULLTIME_DATABASE_URL": self.db_url,
-                               "FULLTIME_SETTLEMENT_BATCH_BETS_MAX": "200",
-                               "FULLTIME_SETTLEMENT_POLL_INTERVAL_MS": "200"})
-        self.admin = self.token("admin")
-        self.producer = self.token("producer", "feed-1")
-
-    def tearDown(self):
-        drop_database(self.db_name)
-
-    def token(self, *args):
-        code, out, err = run_cli(["token", *args], self.env)
-        self.assertEqual(code, 0, err)
-        return out.strip()
-
-    def sql(self, query, *args):
-        with psycopg.connect(self.db_url, autocommit=True) as conn:
-            return conn.execute(query, args).fetchall()
+class SettlementTest(EngineTestCase):
+    ENGINE_ENV = {"FULLTIME_SETTLEMENT_BATCH_BETS_MAX": "200",
+                  "FULLTIME_SETTLEMENT_POLL_INTERVAL_MS": "200"}
 
     def prepare(self, engine, accounts):
-        status, body = engine.post_json("/v1/feed", MARKET, self.producer)
-        self.assertEqual(status, 200, body)
-        for a in accounts:
-            status, body = engine.post_json("/v1/accounts", {"account_id": a, "currency": "EUR"},
-                                            self.admin)
-            self.assertIn(status, (200, 201), body)
-            status, body = engine.post_json(f"/v1/accounts/{a}/deposits",
-                                            {"amount": "1000.00", "key": f"dep-{a}"}, self.admin)
-            self.assertIn(status, (200, 201), body)
+        self.send_market(engine, MARKET)
+        self.open_accounts(engine, accounts, "1000.00")
 
     def applied_seq(self):
         rows = self.sql("SELECT applied_seq, checkpoint_bet_id FROM settlement_progress "

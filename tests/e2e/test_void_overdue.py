@@ -10,12 +10,10 @@ import json
 import time
 import unittest
 
-import psycopg
 import websockets.client
 
-from harness import Engine, engine_env, run_cli
+from harness import Engine, EngineTestCase, run_cli
 from money import assert_money_invariants
-from test_foundation import drop_database, scratch_database
 
 MARKET = {"type": "market", "market_id": 300, "event_id": 30, "name": "Overdue: winner",
           "status": "open", "settle_deadline_at": "2099-01-01T00:00:00Z",
@@ -23,27 +21,10 @@ MARKET = {"type": "market", "market_id": 300, "event_id": 30, "name": "Overdue: 
                          {"selection_id": 3002, "name": "Away", "odds": "3.00"}]}
 
 
-class VoidOverdueTest(unittest.TestCase):
-    def setUp(self):
-        self.db_name, self.db_url = scratch_database()
-        self.env = engine_env({"FULLTIME_DATABASE_URL": self.db_url,
-                               "FULLTIME_SETTLEMENT_POLL_INTERVAL_MS": "200",
-                               "FULLTIME_RESERVATIONS_GRACE_S": "60",
-                               "FULLTIME_RESERVATIONS_SWEEP_INTERVAL_MS": "200"})
-        self.admin = self.token("admin")
-        self.producer = self.token("producer", "feed-1")
-
-    def tearDown(self):
-        drop_database(self.db_name)
-
-    def token(self, *args):
-        code, out, err = run_cli(["token", *args], self.env)
-        self.assertEqual(code, 0, err)
-        return out.strip()
-
-    def sql(self, query, *args):
-        with psycopg.connect(self.db_url, autocommit=True) as conn:
-            return conn.execute(query, args).fetchall()
+class VoidOverdueTest(EngineTestCase):
+    ENGINE_ENV = {"FULLTIME_SETTLEMENT_POLL_INTERVAL_MS": "200",
+                  "FULLTIME_RESERVATIONS_GRACE_S": "60",
+                  "FULLTIME_RESERVATIONS_SWEEP_INTERVAL_MS": "200"}
 
     def books(self):
         return self.sql("SELECT account_id, available, reserved, owed FROM accounts "
@@ -67,15 +48,8 @@ class VoidOverdueTest(unittest.TestCase):
         engine = Engine(self.env)
         try:
             engine.wait_ready()
-            status, body = engine.post_json("/v1/feed", MARKET, self.producer)
-            self.assertEqual(status, 200, body)
-            for a in (51, 52):
-                status, body = engine.post_json("/v1/accounts", {"account_id": a, "currency": "EUR"},
-                                                self.admin)
-                self.assertIn(status, (200, 201), body)
-                status, body = engine.post_json(f"/v1/accounts/{a}/deposits",
-                                                {"amount": "100.00", "key": f"dep-{a}"}, self.admin)
-                self.assertIn(status, (200, 201), body)
+            self.send_market(engine, MARKET)
+            self.open_accounts(engine, (51, 52), "100.00")
             bettor = self.token("account", "51")
             other = self.token("account", "52")
 

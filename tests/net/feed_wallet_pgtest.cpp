@@ -4,21 +4,8 @@
 // DESIGN.md's money invariants.
 
 #include "fulltime/config/config.hpp"
-#include "fulltime/core/metrics.hpp"
-#include "fulltime/core/resources.hpp"
 #include "fulltime/core/token.hpp"
-#include "fulltime/db/pool.hpp"
-#include "fulltime/net/feed_endpoint.hpp"
-#include "fulltime/net/operator_routes.hpp"
-#include "fulltime/net/server.hpp"
-#include "support/http_client.hpp"
-#include "support/invariants.hpp"
-#include "support/pg_support.hpp"
-
-#include <boost/asio/co_spawn.hpp>
-#include <boost/asio/executor_work_guard.hpp>
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/use_future.hpp>
+#include "support/engine_fixture.hpp"
 
 #include <doctest/doctest.h>
 #include <libpq-fe.h>
@@ -31,149 +18,46 @@
 
 namespace {
 
-namespace asio = boost::asio;
-using fulltime::test::apply_migrations;
-namespace net = fulltime::net;
 namespace token = fulltime::token;
-using fulltime::test::exec_scalar;
+using fulltime::test::bearer;
+using fulltime::test::contains;
 using fulltime::test::http_call;
 using fulltime::test::ws_client;
 using nlohmann::json;
 using namespace std::chrono_literals;
 
-const std::string secret = "feed-wallet-test-secret";
-
-std::int64_t now_s() {
-    return std::chrono::duration_cast<std::chrono::seconds>(
-               std::chrono::system_clock::now().time_since_epoch())
-        .count();
+// This file's market defaults (the feed creates markets with them; the first test reads them
+// back), over the defaults of tests/support/test_config.hpp.
+void feed_wallet_config(fulltime::config& cfg) {
+    // stake_min_minor, stake_max_minor, liability_limit_minor, exposure_shards
+    cfg.markets = fulltime::market_defaults{10, 100000000, 1000003, 4};
 }
 
-std::string sign(token::kind k) {
-    token::claims c;
-    c.kind = k;
-    c.expires_at_s = now_s() + 3600;
-    if (k == token::kind::account) {
-        c.account_id = 1;
-    } else if (k == token::kind::producer) {
-        c.producer = "feed-1";
-    }
-    return token::sign(c, secret);
-}
-
-fulltime::test::header_list bearer(token::kind k) {
-    return {{"Authorization", "Bearer " + sign(k)}};
-}
-
-asio::awaitable<void> close_pools(fulltime::db::pools* p) {
-    p->close();
-    co_return;
-}
-
-// Owns a migrated scratch database, pools, the gateway with the feed and operator routes, and
-// the thread running them. Members are ordered so that the registry and io_context outlive
-// the sessions destroyed with the io_context.
-class engine {
+// The gateway with the feed and the operator routes on the engine's pools
+// (tests/support/engine_fixture.hpp).
+class engine : public fulltime::test::engine {
 public:
-    engine() {
-        cfg_.gateway.host = "127.0.0.1";
-        cfg_.gateway.port = 0;
-        cfg_.gateway.connections_max = 64;
-        cfg_.gateway.frame_bytes_max = 65536;
-        cfg_.gateway.inflight_per_connection_max = 8;
-        cfg_.gateway.handshake_timeout_ms = 2000;
-        cfg_.gateway.idle_timeout_ms = 10000;
-        cfg_.gateway.shutdown_deadline_ms = 2000;
-        cfg_.database.url = db_.url();
-        cfg_.database.connect_timeout_ms = 2000;
-        cfg_.database.statement_timeout_ms = 5000;
-        cfg_.database.query_timeout_ms = 5000;
-        for (auto* p : {&cfg_.database.placement, &cfg_.database.settlement, &cfg_.database.read,
-                        &cfg_.database.background}) {
-            *p = fulltime::pool_settings{4, 256, 5000};
-        }
-        cfg_.placement.lock_timeout_ms = 50;
-        cfg_.placement.lock_retries_max = 3;
-        cfg_.markets.stake_min_minor = 10;
-        cfg_.markets.stake_max_minor = 100000000;
-        cfg_.markets.liability_limit_minor = 1000003;
-        cfg_.markets.exposure_shards = 4;
-
-        pools_ =
-            fulltime::db::pools::make(ioc_.get_executor(), cfg_.database, db_.url(), db_.url());
-        net::services s;
-        s.cfg = &cfg_;
-        s.pools = &pools_;
-        s.metrics = &registry_;
-        s.token_secret = secret;
-        s.migrations = fulltime::resources::migrations();
-        auto feed = net::make_feed_endpoint(cfg_, pools_, registry_);
-        s.feed = std::move(feed.handlers);
-        s.routes = std::move(feed.routes);
-        for (auto& r : net::make_operator_routes(cfg_, pools_, registry_)) {
-            s.routes.push_back(std::move(r));
-        }
-        server_ = std::make_unique<net::server>(ioc_, std::move(s));
-        server_->start();
-        thread_ = std::thread([this] { ioc_.run(); });
-        auto migrated =
-            asio::co_spawn(ioc_, apply_migrations(pools_.background.get()), asio::use_future);
-        REQUIRE(migrated.wait_for(30s) == std::future_status::ready);
-        REQUIRE(migrated.get());
-    }
-
-    ~engine() {
-        auto f = asio::co_spawn(ioc_, server_->shutdown(2000ms), asio::use_future);
-        f.wait_for(5s);
-        asio::co_spawn(ioc_, close_pools(&pools_), asio::use_future).wait_for(5s);
-        work_.reset();
-        ioc_.stop();
-        thread_.join();
-    }
-
-    engine(const engine&) = delete;
-    engine& operator=(const engine&) = delete;
-
-    std::uint16_t port() const { return server_->port(); }
-    const std::string& url() const { return db_.url(); }
-
-    /// Returns the first column of the first row of `sql`, or "" when there is none.
-    std::string scalar(const std::string& sql) const {
-        return exec_scalar(url(), sql).value_or("");
-    }
+    engine()
+        : fulltime::test::engine({.gateway = true, .feed = true, .operator_routes = true},
+                                 feed_wallet_config) {}
 
     std::string metrics() const { return fulltime::test::http_get(port(), "/metrics").body; }
 
-    /// Checks DESIGN.md's money invariants on the whole database (tests/support/invariants.hpp)
+    /// Checks DESIGN.md's money invariants on the whole database (check_money_invariants)
     /// and that every market's shard rows add up to its limit.
     void check_money_invariants() const {
-        for (const auto& problem : fulltime::test::money_violations(url())) {
-            FAIL_CHECK(problem);
-        }
+        fulltime::test::engine::check_money_invariants();
         // The shard rows of every market add up to its limit and hold no more than their share.
-        CHECK(scalar("SELECT count(*) FROM markets m WHERE m.liability_limit <> "
-                     "(SELECT sum(e.liability_limit) FROM market_exposure e "
-                     " WHERE e.market_id = m.market_id) "
-                     "OR m.exposure_shards <> (SELECT count(*) FROM market_exposure e "
-                     " WHERE e.market_id = m.market_id)") == "0");
+        CHECK(text("SELECT count(*) FROM markets m WHERE m.liability_limit <> "
+                   "(SELECT sum(e.liability_limit) FROM market_exposure e "
+                   " WHERE e.market_id = m.market_id) "
+                   "OR m.exposure_shards <> (SELECT count(*) FROM market_exposure e "
+                   " WHERE e.market_id = m.market_id)") == "0");
     }
-
-private:
-    fulltime::test::scratch_database db_;
-    fulltime::metrics::registry registry_;
-    fulltime::config cfg_;
-    asio::io_context ioc_;
-    asio::executor_work_guard<asio::io_context::executor_type> work_ = asio::make_work_guard(ioc_);
-    fulltime::db::pools pools_;
-    std::unique_ptr<net::server> server_;
-    std::thread thread_;
 };
 
 ws_client open_feed(std::uint16_t port) {
-    ws_client c(port);
-    const auto r = c.upgrade("/v1/feed", bearer(token::kind::producer));
-    REQUIRE(r.status == 101);
-    return c;
+    return fulltime::test::open_ws(port, "/v1/feed", bearer(token::kind::producer));
 }
 
 // Sends one message (with the id every request carries, "t" unless it has one) and reads the
@@ -238,10 +122,6 @@ json get_account(std::uint16_t port, std::int64_t account) {
     return json::parse(r.body);
 }
 
-bool contains(const std::string& haystack, const std::string& needle) {
-    return haystack.find(needle) != std::string::npos;
-}
-
 }  // namespace
 
 TEST_CASE("feed over WebSocket creates a market with its event and selections and shard rows") {
@@ -253,20 +133,20 @@ TEST_CASE("feed over WebSocket creates a market with its event and selections an
     const json ack = round_trip(c, m);
     CHECK(ack == json{{"type", "ack"}, {"id", "m-100"}, {"market_id", 100}, {"created", true}});
 
-    CHECK(e.scalar("SELECT name FROM events WHERE event_id = 10") == "Lyon - Nantes");
-    CHECK(e.scalar("SELECT concat_ws('|', event_id, name, status, stake_min, stake_max, "
+    CHECK(e.text("SELECT name FROM events WHERE event_id = 10") == "Lyon - Nantes");
+    CHECK(e.text("SELECT concat_ws('|', event_id, name, status, stake_min, stake_max, "
                    "liability_limit, exposure_shards) FROM markets WHERE market_id = 100") ==
           "10|Match winner|open|10|100000000|1000003|4");
-    CHECK(e.scalar("SELECT settle_deadline_at = '2030-05-01T18:30:00Z' FROM markets "
+    CHECK(e.text("SELECT settle_deadline_at = '2030-05-01T18:30:00Z' FROM markets "
                    "WHERE market_id = 100") == "t");
-    CHECK(e.scalar("SELECT string_agg(selection_id || ':' || name || ':' || odds, ',' "
+    CHECK(e.text("SELECT string_agg(selection_id || ':' || name || ':' || odds, ',' "
                    "ORDER BY selection_id) FROM selections WHERE market_id = 100") ==
           "1001:Home:21000,1002:Away:34000");
     // 1000003 over 4 shards: 250000 each, the remainder 3 on shard 0.
-    CHECK(e.scalar("SELECT string_agg(shard || ':' || liability_limit || ':' || liability, ',' "
+    CHECK(e.text("SELECT string_agg(shard || ':' || liability_limit || ':' || liability, ',' "
                    "ORDER BY shard) FROM market_exposure WHERE market_id = 100") ==
           "0:250003:0,1:250000:0,2:250000:0,3:250000:0");
-    CHECK(e.scalar("SELECT count(*) FROM settlement_progress WHERE market_id = 100") == "1");
+    CHECK(e.text("SELECT count(*) FROM settlement_progress WHERE market_id = 100") == "1");
 
     // Explicit limits and shards are used.
     json other = market_message(200);
@@ -277,12 +157,12 @@ TEST_CASE("feed over WebSocket creates a market with its event and selections an
     other["exposure_shards"] = 3;
     CHECK(round_trip(c, other) ==
           json{{"type", "ack"}, {"id", 7}, {"market_id", 200}, {"created", true}});
-    CHECK(e.scalar("SELECT concat_ws('|', stake_min, stake_max, liability_limit, exposure_shards) "
+    CHECK(e.text("SELECT concat_ws('|', stake_min, stake_max, liability_limit, exposure_shards) "
                    "FROM markets WHERE market_id = 200") == "100|5000|10000|3");
-    CHECK(e.scalar("SELECT string_agg(liability_limit::text, ',' ORDER BY shard) "
+    CHECK(e.text("SELECT string_agg(liability_limit::text, ',' ORDER BY shard) "
                    "FROM market_exposure WHERE market_id = 200") == "3334,3333,3333");
     // The event keeps its name when a later message names none.
-    CHECK(e.scalar("SELECT name FROM events WHERE event_id = 10") == "Lyon - Nantes");
+    CHECK(e.text("SELECT name FROM events WHERE event_id = 10") == "Lyon - Nantes");
     e.check_money_invariants();
 }
 
@@ -301,14 +181,14 @@ TEST_CASE("a market message for an existing market updates what may change and r
     update["liability_limit"] = "80.00";
     CHECK(round_trip(c, update) ==
           json{{"type", "ack"}, {"id", "m-100"}, {"market_id", 100}, {"created", false}});
-    CHECK(e.scalar("SELECT concat_ws('|', name, status, stake_min, stake_max, liability_limit) "
+    CHECK(e.text("SELECT concat_ws('|', name, status, stake_min, stake_max, liability_limit) "
                    "FROM markets WHERE market_id = 100") ==
           "Full-time result|suspended|10|2000|8000");
     // Selections left out are kept; listed ones are updated or added.
-    CHECK(e.scalar("SELECT string_agg(selection_id || ':' || name || ':' || odds, ',' "
+    CHECK(e.text("SELECT string_agg(selection_id || ':' || name || ':' || odds, ',' "
                    "ORDER BY selection_id) FROM selections WHERE market_id = 100") ==
           "1001:Home:20000,1002:Away:34000,1003:Draw:31000");
-    CHECK(e.scalar("SELECT string_agg(liability_limit::text, ',' ORDER BY shard) "
+    CHECK(e.text("SELECT string_agg(liability_limit::text, ',' ORDER BY shard) "
                    "FROM market_exposure WHERE market_id = 100") == "2000,2000,2000,2000");
 
     // The shard count is fixed at creation.
@@ -326,7 +206,7 @@ TEST_CASE("a market message for an existing market updates what may change and r
     CHECK(r["code"] == "conflict");
     CHECK(contains(r["message"], "event"));
     // A limit below the liability a shard holds is refused, and nothing changes.
-    REQUIRE(e.scalar("UPDATE market_exposure SET liability = 1500 WHERE market_id = 100 AND "
+    REQUIRE(e.text("UPDATE market_exposure SET liability = 1500 WHERE market_id = 100 AND "
                      "shard = 2 RETURNING liability") == "1500");
     json lower = market_message();
     lower["name"] = "Should not be stored";
@@ -334,14 +214,14 @@ TEST_CASE("a market message for an existing market updates what may change and r
     r = round_trip(c, lower);
     CHECK(r["code"] == "conflict");
     CHECK(contains(r["message"], "below the liability"));
-    CHECK(e.scalar(
+    CHECK(e.text(
               "SELECT concat_ws('|', name, liability_limit) FROM markets WHERE market_id = 100") ==
           "Full-time result|8000");
     // A limit that leaves every shard above its liability is re-spread.
     lower["liability_limit"] = "60.02";
     lower["name"] = "Full-time result";
     CHECK(round_trip(c, lower)["type"] == "ack");
-    CHECK(e.scalar("SELECT string_agg(liability_limit || '/' || liability, ',' ORDER BY shard) "
+    CHECK(e.text("SELECT string_agg(liability_limit || '/' || liability, ',' ORDER BY shard) "
                    "FROM market_exposure WHERE market_id = 100") ==
           "1502/0,1500/0,1500/1500,1500/0");
     // Limits merged with stored values must stay consistent.
@@ -359,16 +239,16 @@ TEST_CASE("a market message for an existing market updates what may change and r
     r = round_trip(c, stolen);
     CHECK(r["code"] == "conflict");
     CHECK(r["message"] == "selection 3001 belongs to market 300");
-    CHECK(e.scalar("SELECT name FROM markets WHERE market_id = 100") == "Full-time result");
-    CHECK(e.scalar("SELECT market_id FROM selections WHERE selection_id = 3001") == "300");
+    CHECK(e.text("SELECT name FROM markets WHERE market_id = 100") == "Full-time result");
+    CHECK(e.text("SELECT market_id FROM selections WHERE selection_id = 3001") == "300");
     // Creating a market with another market's selection is refused as a whole.
     json fresh = market_message(400);
     fresh["selections"] =
         json::array({{{"selection_id", 3002}, {"name", "Away"}, {"odds", "2.00"}}});
     r = round_trip(c, fresh);
     CHECK(r["code"] == "conflict");
-    CHECK(e.scalar("SELECT count(*) FROM markets WHERE market_id = 400") == "0");
-    CHECK(e.scalar("SELECT count(*) FROM market_exposure WHERE market_id = 400") == "0");
+    CHECK(e.text("SELECT count(*) FROM markets WHERE market_id = 400") == "0");
+    CHECK(e.text("SELECT count(*) FROM market_exposure WHERE market_id = 400") == "0");
     e.check_money_invariants();
 }
 
@@ -384,29 +264,29 @@ TEST_CASE("odds and suspend and resume change one market and a closed market sta
                              {"selection_id", 1001},
                              {"odds", "2.20"}}) ==
           json{{"type", "ack"}, {"id", 5}, {"market_id", 100}});
-    CHECK(e.scalar("SELECT odds FROM selections WHERE selection_id = 1001") == "22000");
+    CHECK(e.text("SELECT odds FROM selections WHERE selection_id = 1001") == "22000");
     json r = round_trip(
         c, json{{"type", "odds"}, {"market_id", 100}, {"selection_id", 2001}, {"odds", "2.20"}});
     CHECK(r["code"] == "unknown_selection");
     CHECK(r["message"] == "selection 2001 is not a selection of market 100");
-    CHECK(e.scalar("SELECT odds FROM selections WHERE selection_id = 2001") == "21000");
+    CHECK(e.text("SELECT odds FROM selections WHERE selection_id = 2001") == "21000");
     r = round_trip(
         c, json{{"type", "odds"}, {"market_id", 999}, {"selection_id", 1001}, {"odds", "2.20"}});
     CHECK(r["code"] == "unknown_market");
     CHECK(r["message"] == "market 999 does not exist");
 
     CHECK(round_trip(c, json{{"type", "suspend"}, {"market_id", 100}})["type"] == "ack");
-    CHECK(e.scalar("SELECT status FROM markets WHERE market_id = 100") == "suspended");
+    CHECK(e.text("SELECT status FROM markets WHERE market_id = 100") == "suspended");
     CHECK(round_trip(c, json{{"type", "suspend"}, {"market_id", 100}})["type"] == "ack");
     CHECK(round_trip(c, json{{"type", "resume"}, {"market_id", 100}})["type"] == "ack");
-    CHECK(e.scalar("SELECT status FROM markets WHERE market_id = 100") == "open");
-    CHECK(e.scalar("SELECT status FROM markets WHERE market_id = 200") == "open");
+    CHECK(e.text("SELECT status FROM markets WHERE market_id = 100") == "open");
+    CHECK(e.text("SELECT status FROM markets WHERE market_id = 200") == "open");
     CHECK(round_trip(c, json{{"type", "resume"}, {"market_id", 999}})["code"] == "unknown_market");
 
     json close = market_message();
     close["status"] = "closed";
     CHECK(round_trip(c, close)["type"] == "ack");
-    CHECK(e.scalar("SELECT status FROM markets WHERE market_id = 100") == "closed");
+    CHECK(e.text("SELECT status FROM markets WHERE market_id = 100") == "closed");
     // A repeated close is acknowledged; every other change is refused.
     CHECK(round_trip(c, close)["type"] == "ack");
     for (const json& attempt :
@@ -419,9 +299,9 @@ TEST_CASE("odds and suspend and resume change one market and a closed market sta
         CHECK(r["code"] == "market_closed");
         CHECK(r["message"] == "market 100 is closed and stays closed");
     }
-    CHECK(e.scalar("SELECT status FROM markets WHERE market_id = 100") == "closed");
+    CHECK(e.text("SELECT status FROM markets WHERE market_id = 100") == "closed");
     // The closing message carried odds 2.10; the refused odds change left them there.
-    CHECK(e.scalar("SELECT odds FROM selections WHERE selection_id = 1001") == "21000");
+    CHECK(e.text("SELECT odds FROM selections WHERE selection_id = 1001") == "21000");
     e.check_money_invariants();
 }
 
@@ -455,7 +335,7 @@ TEST_CASE("bad feed input gets a clear error and the connection stays usable") {
               c, json{{"type", "odds"}, {"market_id", 100}, {"selection_id", 1001}})["message"] ==
           "odds: is required");
     CHECK(round_trip(c, json{{"type", "suspend"}})["message"] == "market_id: is required");
-    CHECK(e.scalar("SELECT count(*) FROM markets") == "0");
+    CHECK(e.text("SELECT count(*) FROM markets") == "0");
     // Still usable.
     CHECK(round_trip(c, market_message())["type"] == "ack");
     CHECK(contains(e.metrics(),
@@ -478,12 +358,12 @@ TEST_CASE("POST /v1/feed takes one message with a producer token") {
     r = post_feed(e.port(), json{{"type", "resume"}, {"market_id", 100}}.dump());
     CHECK(r.status == 200);
     CHECK(json::parse(r.body) == json{{"type", "ack"}, {"market_id", 100}});
-    CHECK(e.scalar("SELECT status FROM markets WHERE market_id = 100") == "open");
+    CHECK(e.text("SELECT status FROM markets WHERE market_id = 100") == "open");
     // An id of the wrong type is still refused, and changes nothing.
     r = post_feed(e.port(), json{{"type", "suspend"}, {"id", 1.5}, {"market_id", 100}}.dump());
     CHECK(r.status == 400);
     CHECK(json::parse(r.body)["error"] == "invalid_request");
-    CHECK(e.scalar("SELECT status FROM markets WHERE market_id = 100") == "open");
+    CHECK(e.text("SELECT status FROM markets WHERE market_id = 100") == "open");
 
     r = post_feed(e.port(), "{oops");
     CHECK(r.status == 400);
@@ -514,7 +394,7 @@ TEST_CASE("POST /v1/feed takes one message with a producer token") {
         ws_client c(e.port());
         CHECK(c.upgrade("/v1/feed", bearer(token::kind::account)).status == 401);
     }
-    CHECK(e.scalar("SELECT count(*) FROM markets WHERE market_id = 500") == "0");
+    CHECK(e.text("SELECT count(*) FROM markets WHERE market_id = 500") == "0");
     e.check_money_invariants();
 }
 
@@ -566,8 +446,8 @@ TEST_CASE("accounts are created once and read from the primary") {
                   .status == 401);
     }
     CHECK(http_call(e.port(), "GET", "/v1/accounts/42").status == 401);
-    CHECK(e.scalar("SELECT count(*) FROM accounts") == "1");
-    CHECK(e.scalar("SELECT available FROM accounts WHERE account_id = 42") == "1234");
+    CHECK(e.text("SELECT count(*) FROM accounts") == "1");
+    CHECK(e.text("SELECT available FROM accounts WHERE account_id = 42") == "1234");
     e.check_money_invariants();
 }
 
@@ -598,8 +478,8 @@ TEST_CASE("a deposit key moves money exactly once and refuses another amount") {
     CHECK(json::parse(r.body)["error"] == "idempotency_key_reused");
     CHECK(contains(json::parse(r.body)["message"], "100.00"));
     CHECK(get_account(e.port(), 1)["available"] == "100.00");
-    CHECK(e.scalar("SELECT entry_key FROM ledger_transfers") == "deposit:1:k1");
-    CHECK(e.scalar("SELECT concat_ws('|', debit_side, credit_side, credit_account_id, amount) "
+    CHECK(e.text("SELECT entry_key FROM ledger_transfers") == "deposit:1:k1");
+    CHECK(e.text("SELECT concat_ws('|', debit_side, credit_side, credit_account_id, amount) "
                    "FROM ledger_transfers") == "cash|available|1|10000");
 
     // The same key on a withdrawal or another account is another key.
@@ -646,7 +526,7 @@ TEST_CASE("concurrent deposits make one transfer per key") {
         CHECK(applied == 1);
         CHECK(replayed == requests - 1);
         CHECK(transfer_ids.size() == 1);
-        CHECK(e.scalar("SELECT count(*) FROM ledger_transfers") == "1");
+        CHECK(e.text("SELECT count(*) FROM ledger_transfers") == "1");
         CHECK(get_account(e.port(), 7)["available"] == "10.00");
     }
     SUBCASE("twenty requests with twenty keys") {
@@ -660,7 +540,7 @@ TEST_CASE("concurrent deposits make one transfer per key") {
             const auto r = f.get();
             CHECK_MESSAGE(r.status == 201, r.status << " " << r.body);
         }
-        CHECK(e.scalar("SELECT count(*) FROM ledger_transfers") == "20");
+        CHECK(e.text("SELECT count(*) FROM ledger_transfers") == "20");
         CHECK(get_account(e.port(), 7)["available"] == "200.00");
     }
     e.check_money_invariants();
@@ -676,7 +556,7 @@ TEST_CASE("a withdrawal above available is refused and changes nothing") {
     CHECK(r.status == 409);
     CHECK(json::parse(r.body) ==
           json{{"error", "insufficient_funds"}, {"message", "available balance is below 50.01"}});
-    CHECK(e.scalar("SELECT count(*) FROM ledger_transfers") == "1");
+    CHECK(e.text("SELECT count(*) FROM ledger_transfers") == "1");
     CHECK(get_account(e.port(), 3)["available"] == "50.00");
 
     r = withdraw(e.port(), 3, "50.00", "w2");
@@ -685,12 +565,12 @@ TEST_CASE("a withdrawal above available is refused and changes nothing") {
     CHECK(body["kind"] == "withdrawal");
     CHECK(body["currency"] == "GBP");
     CHECK(get_account(e.port(), 3)["available"] == "0.00");
-    CHECK(e.scalar("SELECT concat_ws('|', debit_side, debit_account_id, credit_side, amount) "
+    CHECK(e.text("SELECT concat_ws('|', debit_side, debit_account_id, credit_side, amount) "
                    "FROM ledger_transfers WHERE entry_key = 'withdrawal:3:w2'") ==
           "available|3|cash|5000");
     CHECK(withdraw(e.port(), 3, "50.00", "w2").status == 200);
     CHECK(withdraw(e.port(), 3, "0.01", "w3").status == 409);
-    CHECK(e.scalar("SELECT sum(amount) FILTER (WHERE credit_side = 'cash') - "
+    CHECK(e.text("SELECT sum(amount) FILTER (WHERE credit_side = 'cash') - "
                    "sum(amount) FILTER (WHERE debit_side = 'cash') FROM ledger_transfers") == "0");
     CHECK(contains(e.metrics(),
                    "fulltime_wallet_transfers_total{kind=\"withdrawal\",outcome="
@@ -725,7 +605,7 @@ TEST_CASE("bad amounts and keys are refused with a clear message") {
     CHECK(r.status == 400);
     CHECK(admin_post(e.port(), "/v1/accounts/4/refunds", json{{"amount", "1.00"}, {"key", "a"}})
               .status == 404);
-    CHECK(e.scalar("SELECT count(*) FROM ledger_transfers") == "0");
+    CHECK(e.text("SELECT count(*) FROM ledger_transfers") == "0");
     CHECK(contains(e.metrics(),
                    "fulltime_wallet_transfers_total{kind=\"deposit\",outcome=\"invalid\"} 8\n"));
     e.check_money_invariants();
@@ -752,7 +632,7 @@ TEST_CASE("a deposit waiting on a held balance row retries then answers busy and
     CHECK(contains(e.metrics(), "fulltime_wallet_lock_retries_total 3\n"));
 
     PQclear(PQexec(holder.get(), "ROLLBACK"));
-    CHECK(e.scalar("SELECT count(*) FROM ledger_transfers") == "0");
+    CHECK(e.text("SELECT count(*) FROM ledger_transfers") == "0");
     r = deposit(e.port(), 5, "1.00", "held");
     CHECK(r.status == 201);
     CHECK(get_account(e.port(), 5)["available"] == "1.00");

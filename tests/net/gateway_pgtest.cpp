@@ -2,22 +2,18 @@
 // the blocking test client from this thread while the io_context runs on another.
 
 #include "fulltime/config/config.hpp"
-#include "fulltime/core/metrics.hpp"
 #include "fulltime/core/token.hpp"
 #include "fulltime/db/migrations.hpp"
 #include "fulltime/db/pool.hpp"
 #include "fulltime/net/server.hpp"
-#include "support/http_client.hpp"
-#include "support/pg_support.hpp"
+#include "support/engine_fixture.hpp"
+#include "support/test_config.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
-#include <boost/asio/executor_work_guard.hpp>
-#include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
-#include <boost/asio/use_future.hpp>
 
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
@@ -35,40 +31,20 @@ namespace {
 namespace asio = boost::asio;
 namespace net = fulltime::net;
 namespace token = fulltime::token;
+using fulltime::test::bearer;
+using fulltime::test::contains;
 using fulltime::test::http_call;
 using fulltime::test::http_get;
 using fulltime::test::ws_client;
 using nlohmann::json;
 using namespace std::chrono_literals;
 
-const std::string secret = "gateway-test-secret";
-
-std::int64_t now_s() {
-    return std::chrono::duration_cast<std::chrono::seconds>(
-               std::chrono::system_clock::now().time_since_epoch())
-        .count();
-}
-
 std::string account_token(std::int64_t account_id = 42, std::int64_t ttl_s = 3600,
-                          const std::string& key = secret) {
-    token::claims c;
-    c.kind = token::kind::account;
-    c.account_id = account_id;
-    c.expires_at_s = now_s() + ttl_s;
-    return token::sign(c, key);
+                          const std::string& key = fulltime::test::token_secret) {
+    return fulltime::test::sign_token(token::kind::account, account_id, {}, ttl_s, key);
 }
 
-std::string producer_token() {
-    token::claims c;
-    c.kind = token::kind::producer;
-    c.producer = "feed-1";
-    c.expires_at_s = now_s() + 3600;
-    return token::sign(c, secret);
-}
-
-fulltime::test::header_list bearer(const std::string& t) {
-    return {{"Authorization", "Bearer " + t}};
-}
+std::string producer_token() { return fulltime::test::sign_token(token::kind::producer); }
 
 // Counts concurrent executions of the slow test handler.
 struct probe {
@@ -117,12 +93,7 @@ asio::awaitable<net::http_response> describe_request(net::http_request request) 
     co_return r;
 }
 
-std::string admin_token() {
-    token::claims c;
-    c.kind = token::kind::admin;
-    c.expires_at_s = now_s() + 3600;
-    return token::sign(c, secret);
-}
+std::string admin_token() { return fulltime::test::sign_token(token::kind::admin); }
 
 asio::awaitable<bool> apply_migrations(fulltime::db::pool* pool,
                                        std::vector<fulltime::resources::migration_source> m) {
@@ -152,37 +123,30 @@ gateway_options without_pools(std::chrono::milliseconds slow_delay = 400ms) {
     return o;
 }
 
-// Owns a scratch database, pools, a server and the thread running them. Members are declared
-// so that the registry and the io_context outlive the sessions destroyed with the io_context.
-class gateway {
-public:
-    explicit gateway(gateway_options options = {}) {
-        cfg_.gateway.host = "127.0.0.1";
-        cfg_.gateway.port = 0;
-        cfg_.gateway.connections_max = 16;
-        cfg_.gateway.frame_bytes_max = 1024;
-        cfg_.gateway.inflight_per_connection_max = 4;
-        cfg_.gateway.handshake_timeout_ms = 2000;
-        cfg_.gateway.idle_timeout_ms = 10000;
-        cfg_.gateway.shutdown_deadline_ms = 2000;
-        cfg_.database.url = db_.url();
-        cfg_.database.connect_timeout_ms = 1000;
-        cfg_.database.statement_timeout_ms = 2000;
-        cfg_.database.query_timeout_ms = 2000;
-        for (auto* p : {&cfg_.database.placement, &cfg_.database.settlement, &cfg_.database.read,
-                        &cfg_.database.background}) {
-            *p = fulltime::pool_settings{2, 16, 1000};
-        }
-        if (options.configure) {
-            options.configure(cfg_);
-        }
-        net::services s;
-        s.cfg = &cfg_;
-        s.metrics = &registry_;
-        s.token_secret = secret;
+// This file's gateway limits and pools, over the defaults of tests/support/test_config.hpp.
+void gateway_config(fulltime::config& cfg) {
+    cfg.gateway.connections_max = 16;
+    cfg.gateway.frame_bytes_max = 1024;
+    cfg.gateway.inflight_per_connection_max = 4;
+    cfg.database.connect_timeout_ms = 1000;
+    cfg.database.statement_timeout_ms = 2000;
+    cfg.database.query_timeout_ms = 2000;
+    fulltime::test::set_pools(cfg, fulltime::pool_settings{2, 16, 1000});
+}
+
+// The gateway alone with this file's test handlers and routes, and the probe migration instead
+// of the engine's (applied by migrate(), where a test asks).
+fulltime::test::engine_parts gateway_parts(const gateway_options& options,
+                                           const std::shared_ptr<probe>& p) {
+    fulltime::test::engine_parts parts;
+    parts.gateway = true;
+    parts.pools = options.pools;
+    parts.pools_url = options.pools_url;
+    parts.migrate = false;
+    parts.add_services = [p, delay = options.slow_delay,
+                          routes = options.routes](net::services& s) {
         s.migrations = probe_migrations;
-        const auto delay = options.slow_delay;
-        s.bets["slow"] = [p = probe_, delay](const net::request_context&, json m) {
+        s.bets["slow"] = [p, delay](const net::request_context&, json m) {
             return slow_reply(p, std::move(m), delay);
         };
         s.bets["echo"] = [](const net::request_context& ctx, json m) {
@@ -192,101 +156,38 @@ public:
             return throwing_reply(std::move(m));
         };
         s.feed["echo"] = s.bets["echo"];
-        if (options.pools) {
-            const auto url = options.pools_url.empty() ? db_.url() : options.pools_url;
-            pools_ = fulltime::db::pools::make(ioc_.get_executor(), cfg_.database, url, url);
-            s.pools = &pools_;
-        }
-        s.routes = std::move(options.routes);
-        server_ = std::make_unique<net::server>(ioc_, std::move(s));
-        server_->start();
-        thread_ = std::thread([this] { ioc_.run(); });
-    }
+        s.routes = routes;
+    };
+    return parts;
+}
 
-    ~gateway() {
-        try {
-            stop();
-        } catch (const std::exception& e) {
-            MESSAGE("stopping the gateway: " << e.what());
-        }
-    }
+// The in-process gateway of tests/support/engine_fixture.hpp with this file's handlers.
+class gateway : public fulltime::test::engine {
+public:
+    explicit gateway(const gateway_options& options = {})
+        : gateway(options, std::make_shared<probe>()) {}
 
-    gateway(const gateway&) = delete;
-    gateway& operator=(const gateway&) = delete;
-
-    std::uint16_t port() const { return server_->port(); }
-    net::server& server() { return *server_; }
     probe& slow_probe() { return *probe_; }
 
-    /// Runs `task` on the gateway's io_context and waits for it (bounded).
-    template <class T>
-    T on_loop(asio::awaitable<T> task, std::chrono::milliseconds timeout = 10s) {
-        auto fut = asio::co_spawn(ioc_, std::move(task), asio::use_future);
-        if (fut.wait_for(timeout) != std::future_status::ready) {
-            throw std::runtime_error("task on the gateway's loop timed out");
-        }
-        return fut.get();
-    }
-
-    /// Starts shutdown on the loop; the future completes with it.
-    std::future<void> begin_shutdown(std::chrono::milliseconds deadline) {
-        shut_down_ = true;
-        return asio::co_spawn(ioc_, server_->shutdown(deadline), asio::use_future);
-    }
-
-    bool migrate() { return on_loop(apply_migrations(pools_.background.get(), probe_migrations)); }
+    bool migrate() { return on_loop(apply_migrations(pools().background.get(), probe_migrations)); }
 
     std::string metrics() { return http_get(port(), "/metrics").body; }
 
-    void stop() {
-        if (!thread_.joinable()) {
-            return;
-        }
-        if (!shut_down_) {
-            auto f = begin_shutdown(2000ms);
-            f.wait_for(5s);
-        }
-        asio::co_spawn(ioc_, close_pools(&pools_), asio::use_future).wait_for(5s);
-        work_.reset();
-        ioc_.stop();
-        thread_.join();
-    }
-
 private:
-    static asio::awaitable<void> close_pools(fulltime::db::pools* p) {
-        p->close();
-        co_return;
-    }
+    gateway(const gateway_options& options, std::shared_ptr<probe> p)
+        : fulltime::test::engine(gateway_parts(options, p), gateway_config, options.configure),
+          probe_(std::move(p)) {}
 
-    fulltime::test::scratch_database db_;
-    fulltime::metrics::registry registry_;
-    fulltime::config cfg_;
-    std::shared_ptr<probe> probe_ = std::make_shared<probe>();
-    asio::io_context ioc_;
-    asio::executor_work_guard<asio::io_context::executor_type> work_ = asio::make_work_guard(ioc_);
-    fulltime::db::pools pools_;
-    std::unique_ptr<net::server> server_;
-    std::thread thread_;
-    bool shut_down_ = false;
+    std::shared_ptr<probe> probe_;
 };
 
 // Polls `condition` until it holds or `timeout` passes.
 bool eventually(const std::function<bool()>& condition, std::chrono::milliseconds timeout = 3s) {
-    const auto until = std::chrono::steady_clock::now() + timeout;
-    while (std::chrono::steady_clock::now() < until) {
-        if (condition()) {
-            return true;
-        }
-        std::this_thread::sleep_for(10ms);
-    }
-    return condition();
+    return fulltime::test::eventually(condition, timeout);
 }
 
 ws_client open_bets(std::uint16_t port, const std::string& t) {
-    ws_client c(port);
-    const auto r = c.upgrade("/v1/bets", bearer(t));
-    REQUIRE(r.status == 101);
-    return c;
+    return fulltime::test::open_ws(port, "/v1/bets", bearer(t));
 }
 
 json read_json(ws_client& c) {
@@ -294,10 +195,6 @@ json read_json(ws_client& c) {
     REQUIRE_MESSAGE(r.text.has_value(), "no message: closed=" << r.closed << " code="
                                                               << r.close_code << " " << r.error);
     return json::parse(*r.text);
-}
-
-bool contains(const std::string& haystack, const std::string& needle) {
-    return haystack.find(needle) != std::string::npos;
 }
 
 }  // namespace
