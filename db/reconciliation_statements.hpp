@@ -2,7 +2,7 @@
 /// Reconciliation and incidents in SQL: one chunk of the accounts pass, one chunk of the ledger
 /// pass, the end of a run (each currency's sum), the open incidents per kind, and the incident
 /// listing of GET /v1/incidents. The rules, and why each comparison is one statement, are in
-/// db/migrations/0007_reconciliation.sql; the run that strings the chunks together is
+/// db/functions/fulltime_reconcile_accounts.sql; the run that strings the chunks together is
 /// actors::reconcile_once (include/fulltime/actors/reconciliation.hpp).
 
 #include "fulltime/db/connection.hpp"
@@ -83,7 +83,8 @@ boost::asio::awaitable<outcome<incident_changes>> reconcile_currencies(
     connection& conn, std::vector<std::pair<std::string, std::int64_t>> sums,
     std::string run_started, reconcile_call_options options);
 
-/// Names the kinds of incident the schema allows (0006), in a fixed order for metrics.
+/// Names the kinds of incident the schema allows (incidents_kind_check), in a fixed order for
+/// metrics.
 inline constexpr std::array<std::string_view, 4> incident_kinds = {
     "balance_drift", "currency_mismatch", "currency_imbalance", "overdue_reservation"};
 

@@ -1,5 +1,5 @@
 #pragma once
-/// Reservation deadlines (db/migrations/0008_terminal_states.sql): the operator's void of a
+/// Reservation deadlines (db/functions/fulltime_reservation_deadline.sql): the operator's void of a
 /// market's overdue open bets, and the reads and writes of the overdue-reservation sweeper.
 /// Every function is one short statement or transaction; none locks a balance row.
 

@@ -19,7 +19,7 @@ using decided = detail::decision<result_event_record>;
 
 // One statement: the market and selection checks, the insert (ON CONFLICT DO NOTHING), the
 // duplicate-or-conflict comparison on the stored row, and for a result or cancel the market's
-// suspension, all in the function (db/migrations/0005_settlement.sql).
+// suspension, all in the function (db/functions/fulltime_record_result.sql).
 constexpr const char* record_result_sql =
     "SELECT outcome, result_event_id, detail "
     "FROM fulltime_record_result($1::bigint, $2::integer, $3::text, $4::text, $5::jsonb, $6::text)";

@@ -1,7 +1,7 @@
 #pragma once
 /// The result-event intake: a producer's `result`, `rollback_result`, `cancel` or
 /// `rollback_cancel` stored in result_events exactly once (DESIGN.md "Settlement"; the rules are
-/// in db/migrations/0005_settlement.sql, fulltime_record_result, and docs/protocol-feed.md).
+/// in db/functions/fulltime_record_result.sql and docs/protocol-feed.md).
 /// Each message is one short transaction, acknowledged only after it committed.
 
 #include "fulltime/core/feed_protocol.hpp"

@@ -84,9 +84,11 @@ CREATE TABLE ledger_transfers (
         CHECK (credit_side IN ('available', 'reserved', 'owed', 'house', 'cash')),
     -- A bettor's sides name their account; the house and cash sides are per currency only.
     CONSTRAINT ledger_debit_account_matches_side
-        CHECK ((debit_side IN ('available', 'reserved', 'owed')) = (debit_account_id IS NOT NULL)),
+        CHECK ((debit_side IN ('available', 'reserved', 'owed'))
+               = (debit_account_id IS NOT NULL)),
     CONSTRAINT ledger_credit_account_matches_side
-        CHECK ((credit_side IN ('available', 'reserved', 'owed')) = (credit_account_id IS NOT NULL)),
+        CHECK ((credit_side IN ('available', 'reserved', 'owed'))
+               = (credit_account_id IS NOT NULL)),
     -- A transfer between two sides of the same ledger account would move nothing.
     CONSTRAINT ledger_sides_differ
         CHECK (debit_side <> credit_side
@@ -604,26 +606,32 @@ INSERT INTO fulltime_codes (domain, code, description) VALUES
     ('event_refusal', 'nothing_to_rollback',
      'a rollback_result or rollback_cancel found nothing of its kind in force'),
     ('event_refusal', 'nothing_to_void', 'a void_open found no open bet'),
-    ('event_refusal', 'bet_cancelled', 'a result whose bets were all skipped: their cancel is in force'),
+    ('event_refusal', 'bet_cancelled',
+     'a result whose bets were all skipped: their cancel is in force'),
     ('event_refusal', 'already_cancelled', 'a cancel whose bets were all cancelled already'),
     -- result_events.kind
     ('result_event_kind', 'result', 'settles the market''s bets with its outcomes'),
-    ('result_event_kind', 'rollback_result', 'reverses the result in force; the bets are open again'),
+    ('result_event_kind', 'rollback_result',
+     'reverses the result in force; the bets are open again'),
     ('result_event_kind', 'cancel', 'voids the bets placed in its window'),
-    ('result_event_kind', 'rollback_cancel', 'restores cancelled bets and settles them with the result in force'),
+    ('result_event_kind', 'rollback_cancel',
+     'restores cancelled bets and settles them with the result in force'),
     ('result_event_kind', 'void_open', 'the operator''s void of the market''s open bets'),
     -- fulltime_record_result(...).outcome
     ('record_result_outcome', 'stored', 'the event was stored'),
     ('record_result_outcome', 'duplicate', 'the same event was stored before'),
     ('record_result_outcome', 'conflict', 'another event holds the event_key or (market, seq)'),
     ('record_result_outcome', 'unknown_market', 'no such market'),
-    ('record_result_outcome', 'unknown_selection', 'an outcome names a selection of another market or none'),
+    ('record_result_outcome', 'unknown_selection',
+     'an outcome names a selection of another market or none'),
     -- fulltime_void_overdue(...).outcome
     ('void_overdue_outcome', 'stored', 'the void_open event was stored'),
     ('void_overdue_outcome', 'duplicate', 'the same void was stored before'),
-    ('void_overdue_outcome', 'conflict', 'the event_key belongs to another event, or the next seq kept being taken'),
+    ('void_overdue_outcome', 'conflict',
+     'the event_key belongs to another event, or the next seq kept being taken'),
     ('void_overdue_outcome', 'unknown_market', 'no such market'),
-    ('void_overdue_outcome', 'not_overdue', 'the market''s reservations are not past their deadline'),
+    ('void_overdue_outcome', 'not_overdue',
+     'the market''s reservations are not past their deadline'),
     ('void_overdue_outcome', 'nothing_to_void', 'the market holds no open bet'),
     -- fulltime_note_overdue(...).outcome
     ('note_overdue_outcome', 'opened', 'a new overdue_reservation incident'),
@@ -636,7 +644,8 @@ INSERT INTO fulltime_codes (domain, code, description) VALUES
     ('place_outcome', 'replayed', 'a retry: the stored response of the first attempt'),
     ('place_outcome', 'key_reused', 'the idempotency key was used with other parameters'),
     -- fulltime_place(...).response->>'code' when refused
-    ('place_refusal', 'idempotency_key_reused', 'the idempotency key was used with other parameters'),
+    ('place_refusal', 'idempotency_key_reused',
+     'the idempotency key was used with other parameters'),
     ('place_refusal', 'insufficient_funds', 'available cannot cover the stake, or no such account'),
     ('place_refusal', 'unknown_selection', 'no such selection'),
     ('place_refusal', 'market_suspended', 'the market is not open'),
@@ -683,7 +692,7 @@ INSERT INTO fulltime_codes (domain, code, description) VALUES
     ('outbox_topic', 'bet_settled', 'a settle or cancel of a bet'),
     ('outbox_topic', 'bet_unsettled', 'a reversal that leaves the bet open');
 
--- --- Settlement step ------------------------------------------------------------------------------
+-- --- Settlement step ---------------------------------------------------------------------------
 
 -- One bet of a settlement batch as fulltime_settle_plan decided it, passed on to
 -- fulltime_settle_legs (db/functions/fulltime_settle_step.sql explains the parts). A type is
