@@ -8,11 +8,36 @@
 #include <algorithm>
 #include <array>
 #include <functional>
-#include <set>
+#include <iterator>
+#include <map>
+#include <optional>
+#include <string_view>
 
 namespace fulltime::db {
 
 namespace asio = boost::asio;
+
+// How the schema changes (docs/schema.md, "Migrations and functions", says the same for readers
+// of the SQL):
+//
+// * A numbered migration, db/migrations/NNNN_name.sql, holds tables, indexes, constraints,
+//   types and data, never a function body. It runs once, in its own transaction, and is recorded
+//   with its checksum; an applied migration is never edited (the runner refuses a changed one).
+// * Every SQL function lives once, in db/functions/<function_name>.sql, as CREATE OR REPLACE
+//   FUNCTION plus its COMMENT. After the numbered migrations, all function files are applied in
+//   one transaction, in file-name order, each skipped when its recorded checksum equals the
+//   file's. Fixing a function body is editing its file: the next start applies it.
+// * CREATE OR REPLACE cannot change a function's arguments or result columns. A signature change
+//   is a numbered migration that DROPs the old function (and a type it needs changed: ALTER or
+//   DROP TYPE there); the edited file creates the new one. Applying any numbered migration
+//   forgets every function checksum in the same transaction, so the next function phase - this
+//   run's, or a concurrent runner's that takes the lock first - applies every file again and no
+//   function a migration dropped can stay missing.
+// * Order of the function files: PL/pgSQL bodies are checked only when called, so those may call
+//   each other freely. A LANGUAGE sql body is checked at CREATE time: it may name tables and
+//   types, and a function only if that function's file sorts before its own.
+// * A removed function file needs a numbered migration that drops the function and deletes its
+//   row from fulltime_schema_functions (which exists before any migration runs).
 
 namespace {
 
@@ -38,8 +63,23 @@ std::string sha256_hex(std::string_view text) {
     return out;
 }
 
+// The migrations that 0001_baseline.sql replaced on 2026-12-01. A database that recorded any of
+// them was migrated before the baseline: it has the tables the baseline would create, and must
+// be recreated, not migrated.
+constexpr std::array<std::string_view, 8> pre_baseline_migrations = {
+    "0001_schema.sql",     "0002_placement.sql", "0003_group_commit.sql",
+    "0004_shard_hint.sql", "0005_settlement.sql", "0006_incidents.sql",
+    "0007_reconciliation.sql", "0008_terminal_states.sql"};
+constexpr std::string_view baseline_date = "2026-12-01";
+
 /// What one migration transaction found or did.
 enum class step { applied, already_applied };
+
+/// What the function transaction did.
+struct functions_step {
+    std::vector<std::string> applied;
+    std::size_t unchanged = 0;
+};
 
 // GCC 12 reports a false -Wmismatched-new-delete on Asio's coroutine frame allocator once this
 // coroutine is inlined (GCC PR middle-end/109224; Asio's frame operator new/delete do match).
@@ -48,9 +88,9 @@ enum class step { applied, already_applied };
 #pragma GCC diagnostic ignored "-Wmismatched-new-delete"
 #endif
 
-/// Applies one migration unless it is recorded; runs inside its own transaction.
-asio::awaitable<outcome<step>> apply_one(std::string name, std::string sql, std::string checksum,
-                                         connection& conn) {
+/// Takes the runner's lock and creates its two bookkeeping tables if they are missing; the first
+/// thing every transaction of the runner does.
+asio::awaitable<outcome<void>> lock_and_prepare(connection& conn) {
     // The lock comes first: CREATE TABLE IF NOT EXISTS is itself not safe against a concurrent
     // creator (it can fail with a unique violation on the catalog).
     if (auto locked = co_await conn.query("SELECT pg_advisory_xact_lock($1)",
@@ -58,12 +98,52 @@ asio::awaitable<outcome<step>> apply_one(std::string name, std::string sql, std:
         !locked) {
         co_return locked.error();
     }
-    if (auto created = co_await conn.query(
+    if (auto created = co_await conn.execute_script(
             "CREATE TABLE IF NOT EXISTS fulltime_schema_migrations ("
+            "name text PRIMARY KEY, checksum text NOT NULL, "
+            "applied_at timestamptz NOT NULL DEFAULT now());"
+            "CREATE TABLE IF NOT EXISTS fulltime_schema_functions ("
             "name text PRIMARY KEY, checksum text NOT NULL, "
             "applied_at timestamptz NOT NULL DEFAULT now())");
         !created) {
         co_return created.error();
+    }
+    co_return outcome<void>{};
+}
+
+/// Fails when the database recorded a migration that the baseline replaced.
+asio::awaitable<outcome<void>> refuse_pre_baseline(connection& conn) {
+    std::string list;
+    for (const auto name : pre_baseline_migrations) {
+        list += list.empty() ? "'" : ", '";
+        list += name;
+        list += "'";
+    }
+    // The names are this file's constants, not input: inlined rather than bound as an array.
+    auto found = co_await conn.query("SELECT name FROM fulltime_schema_migrations WHERE name IN (" +
+                                     list + ") ORDER BY name LIMIT 1");
+    if (!found) {
+        co_return found.error();
+    }
+    if (found->rows() > 0) {
+        co_return detail::make_failure(
+            errc::bad_result, "this database was migrated before the baseline of " +
+                                  std::string{baseline_date} + " (it records migration " +
+                                  std::string{found->text(0, 0)} +
+                                  "); recreate it (drop the database, or remove ./var for the "
+                                  "development cluster) and start again");
+    }
+    co_return outcome<void>{};
+}
+
+/// Applies one migration unless it is recorded; runs inside its own transaction.
+asio::awaitable<outcome<step>> apply_one(std::string name, std::string sql, std::string checksum,
+                                         connection& conn) {
+    if (auto prepared = co_await lock_and_prepare(conn); !prepared) {
+        co_return prepared.error();
+    }
+    if (auto refused = co_await refuse_pre_baseline(conn); !refused) {
+        co_return refused.error();
     }
     auto recorded = co_await conn.query(
         "SELECT checksum FROM fulltime_schema_migrations WHERE name = $1", params{name});
@@ -95,26 +175,103 @@ asio::awaitable<outcome<step>> apply_one(std::string name, std::string sql, std:
         !noted) {
         co_return noted.error();
     }
+    // The migration may have dropped a function (to change its signature): every function file
+    // is applied again by the next function phase.
+    if (auto forgotten = co_await conn.query("DELETE FROM fulltime_schema_functions");
+        !forgotten) {
+        co_return forgotten.error();
+    }
     co_return step::applied;
+}
+
+/// Applies, in the given order, every function file whose recorded checksum differs from its
+/// own (or that is not recorded); runs inside one transaction, so either all changed files are
+/// applied and recorded or none is.
+asio::awaitable<outcome<functions_step>> apply_functions(
+    std::vector<resources::migration_source> functions, connection& conn) {
+    if (auto prepared = co_await lock_and_prepare(conn); !prepared) {
+        co_return prepared.error();
+    }
+    auto rows = co_await conn.query("SELECT name, checksum FROM fulltime_schema_functions");
+    if (!rows) {
+        co_return rows.error();
+    }
+    std::map<std::string, std::string, std::less<>> recorded;
+    for (int i = 0; i < rows->rows(); ++i) {
+        recorded.emplace(rows->text(i, 0), rows->text(i, 1));
+    }
+    functions_step done;
+    for (const auto& f : functions) {
+        const auto checksum = sha256_hex(f.sql);
+        if (auto it = recorded.find(f.name); it != recorded.end() && it->second == checksum) {
+            ++done.unchanged;
+            continue;
+        }
+        if (auto created = co_await conn.execute_script(std::string{f.sql}); !created) {
+            failure e = created.error();
+            e.message = "function file " + std::string{f.name} + ": " + e.message;
+            co_return e;
+        }
+        if (auto noted = co_await conn.query(
+                "INSERT INTO fulltime_schema_functions (name, checksum) VALUES ($1, $2) "
+                "ON CONFLICT (name) DO UPDATE "
+                "SET checksum = excluded.checksum, applied_at = excluded.applied_at",
+                params{std::string{f.name}, checksum});
+            !noted) {
+            co_return noted.error();
+        }
+        done.applied.emplace_back(f.name);
+    }
+    co_return done;
+}
+
+/// Returns the sources of one kind, sorted by name.
+std::vector<resources::migration_source> sorted_by_name(
+    const std::vector<resources::migration_source>& sources, resources::source_kind kind) {
+    std::vector<resources::migration_source> out;
+    std::copy_if(sources.begin(), sources.end(), std::back_inserter(out),
+                 [kind](const auto& s) { return s.kind == kind; });
+    std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
+    return out;
+}
+
+/// Reads name -> checksum of one bookkeeping table, or nothing when the table does not exist.
+asio::awaitable<outcome<std::optional<std::map<std::string, std::string, std::less<>>>>>
+read_recorded(connection& conn, std::string_view table) {
+    auto exists = co_await conn.query("SELECT to_regclass($1) IS NOT NULL",
+                                      params{std::string{table}});
+    if (!exists) {
+        co_return exists.error();
+    }
+    auto table_exists = exists->get<bool>(0, 0);
+    if (!table_exists) {
+        co_return table_exists.error();
+    }
+    if (!*table_exists) {
+        co_return std::nullopt;
+    }
+    // The table name is one of this file's two constants.
+    auto rows = co_await conn.query("SELECT name, checksum FROM " + std::string{table});
+    if (!rows) {
+        co_return rows.error();
+    }
+    std::map<std::string, std::string, std::less<>> recorded;
+    for (int i = 0; i < rows->rows(); ++i) {
+        recorded.emplace(rows->text(i, 0), rows->text(i, 1));
+    }
+    co_return recorded;
 }
 
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
 #endif
 
-std::vector<resources::migration_source> sorted_by_name(
-    std::vector<resources::migration_source> migrations) {
-    std::sort(migrations.begin(), migrations.end(),
-              [](const auto& a, const auto& b) { return a.name < b.name; });
-    return migrations;
-}
-
 }  // namespace
 
 asio::awaitable<outcome<migration_report>> migrate(
     connection& conn, std::vector<resources::migration_source> migrations) {
     migration_report report;
-    for (const auto& m : sorted_by_name(std::move(migrations))) {
+    for (const auto& m : sorted_by_name(migrations, resources::source_kind::migration)) {
         auto stepped = co_await in_transaction(
             conn, transaction_options{},
             std::bind_front(&apply_one, std::string{m.name}, std::string{m.sql},
@@ -128,37 +285,43 @@ asio::awaitable<outcome<migration_report>> migrate(
             ++report.already_applied;
         }
     }
+    auto functions = sorted_by_name(migrations, resources::source_kind::function);
+    if (functions.empty()) {
+        co_return report;
+    }
+    auto applied = co_await in_transaction(conn, transaction_options{},
+                                           std::bind_front(&apply_functions, std::move(functions)));
+    if (!applied) {
+        co_return applied.error();
+    }
+    report.functions_applied = std::move(applied->applied);
+    report.functions_unchanged = applied->unchanged;
     co_return report;
 }
 
 asio::awaitable<outcome<bool>> is_migrated(connection& conn,
                                            std::vector<resources::migration_source> migrations) {
-    auto exists = co_await conn.query(
-        "SELECT to_regclass('fulltime_schema_migrations') IS NOT NULL");
-    if (!exists) {
-        co_return exists.error();
+    auto applied = co_await read_recorded(conn, "fulltime_schema_migrations");
+    if (!applied) {
+        co_return applied.error();
     }
-    auto table_exists = exists->get<bool>(0, 0);
-    if (!table_exists) {
-        co_return table_exists.error();
-    }
-    if (!*table_exists) {
-        co_return false;
-    }
-    auto rows = co_await conn.query("SELECT name FROM fulltime_schema_migrations");
-    if (!rows) {
-        co_return rows.error();
-    }
-    std::set<std::string, std::less<>> recorded;
-    for (int i = 0; i < rows->rows(); ++i) {
-        auto name = rows->get<std::string>(i, 0);
-        if (!name) {
-            co_return name.error();
-        }
-        recorded.insert(std::move(*name));
+    auto functions = co_await read_recorded(conn, "fulltime_schema_functions");
+    if (!functions) {
+        co_return functions.error();
     }
     for (const auto& m : migrations) {
-        if (recorded.find(m.name) == recorded.end()) {
+        if (m.kind == resources::source_kind::migration) {
+            if (!*applied || (*applied)->find(m.name) == (*applied)->end()) {
+                co_return false;
+            }
+            continue;
+        }
+        // A function file counts only with the checksum of the text this binary carries.
+        if (!*functions) {
+            co_return false;
+        }
+        auto it = (*functions)->find(m.name);
+        if (it == (*functions)->end() || it->second != sha256_hex(m.sql)) {
             co_return false;
         }
     }

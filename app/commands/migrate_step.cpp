@@ -21,8 +21,13 @@ boost::asio::awaitable<db::outcome<db::migration_report>> apply_migrations(
         for (const auto& name : report->applied) {
             log::info("applied migration " + name);
         }
+        for (const auto& name : report->functions_applied) {
+            log::info("applied function file " + name);
+        }
         log::info("schema up to date (" + std::to_string(report->applied.size()) + " applied, " +
-                  std::to_string(report->already_applied) + " already applied)");
+                  std::to_string(report->already_applied) + " already applied; functions: " +
+                  std::to_string(report->functions_applied.size()) + " applied, " +
+                  std::to_string(report->functions_unchanged) + " unchanged)");
     }
     co_return report;
 }

@@ -77,9 +77,6 @@ inline constexpr std::int64_t readiness_timeout_ms = 3000;
 /// Upper bound on the configurable lock-timeout retries of one feed or operator (admin)
 /// transaction (`feed.lock_retries_max`, `admin.lock_retries_max`).
 inline constexpr std::size_t gateway_lock_retries_max = 100;
-/// Result events GET /v1/feed/markets/{id}/events lists: the newest ones. One statement that
-/// builds its JSON in PostgreSQL, so the answer stays small.
-inline constexpr std::int64_t market_events_listed_max = 100;
 
 // --- Database ----------------------------------------------------------------------------------
 
@@ -103,7 +100,8 @@ inline constexpr std::size_t push_scan_rows_max = 2000;
 inline constexpr std::size_t diagnostics_backlog_markets_max = 100;
 /// Events refused as a whole that GET /v1/diagnostics lists, the newest first.
 inline constexpr std::size_t diagnostics_refused_events_max = 20;
-/// Result events GET /v1/feed/markets/{id}/events lists for one market, the newest first.
+/// Result events GET /v1/feed/markets/{id}/events lists for one market, the newest first: one
+/// statement that builds its JSON in PostgreSQL, so the answer stays small.
 inline constexpr std::size_t market_events_listed_max = 100;
 
 // --- Placement ---------------------------------------------------------------------------------

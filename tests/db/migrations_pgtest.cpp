@@ -1,4 +1,5 @@
-// Tests of db::migrate and db::is_migrated against a real PostgreSQL, with synthetic migrations.
+// Tests of db::migrate and db::is_migrated against a real PostgreSQL: synthetic migrations and
+// function files, and the engine's own schema.
 
 #include "db/db_support.hpp"
 
@@ -7,12 +8,18 @@
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/io_context.hpp>
 
+#include <algorithm>
+#include <set>
+#include <string>
+#include <vector>
+
 namespace asio = boost::asio;
 using namespace fulltime;
 using namespace fulltime::test;
 using asio::awaitable;
 using asio::experimental::awaitable_operators::operator&&;
 using resources::migration_source;
+using resources::source_kind;
 
 namespace {
 
@@ -160,6 +167,221 @@ awaitable<void> failing_migration(std::string url) {
     CHECK_FALSE(*migrated);
 }
 
+/// The two migrations and two function files; the function files come first, and one reads a
+/// table that a migration creates: migrate applies every migration before any function file.
+std::vector<migration_source> with_functions() {
+    auto ms = two_migrations();
+    ms.insert(ms.begin(),
+              {{"hit_count.sql",
+                "CREATE OR REPLACE FUNCTION hit_count() RETURNS bigint LANGUAGE sql "
+                "AS 'SELECT count(*) FROM hits'",
+                source_kind::function},
+               {"answer.sql",
+                "CREATE OR REPLACE FUNCTION answer() RETURNS int LANGUAGE sql AS 'SELECT 42'",
+                source_kind::function}});
+    return ms;
+}
+
+awaitable<std::int64_t> scalar(db::connection& conn, std::string sql) {
+    auto r = co_await conn.query(std::move(sql));
+    FT_REQUIRE_OK(r);
+    co_return r->get<std::int64_t>(0, 0).value();
+}
+
+awaitable<void> functions_applied_and_skipped(std::string url) {
+    auto conn = co_await open_connection(url);
+    auto before = co_await db::is_migrated(*conn, with_functions());
+    FT_REQUIRE_OK(before);
+    CHECK_FALSE(*before);
+
+    auto first = co_await db::migrate(*conn, with_functions());
+    FT_REQUIRE_OK(first);
+    CHECK(first->applied == std::vector<std::string>{"0001_create.sql", "0002_hits.sql"});
+    CHECK(first->functions_applied == std::vector<std::string>{"answer.sql", "hit_count.sql"});
+    CHECK(first->functions_unchanged == 0);
+    CHECK(conn->idle());
+    {
+        const auto hits = co_await scalar(*conn, "SELECT hit_count()");
+        CHECK(hits == 2);
+    }
+    auto recorded = co_await conn->query(
+        "SELECT name, checksum, applied_at IS NOT NULL FROM fulltime_schema_functions "
+        "ORDER BY name");
+    FT_REQUIRE_OK(recorded);
+    REQUIRE(recorded->rows() == 2);
+    CHECK(recorded->text(0, 0) == "answer.sql");
+    CHECK(recorded->text(1, 0) == "hit_count.sql");
+    CHECK(recorded->get<bool>(0, 2).value());
+    auto expected = co_await conn->query(
+        "SELECT encode(sha256(convert_to($1, 'UTF8')), 'hex')",
+        db::params{"CREATE OR REPLACE FUNCTION answer() RETURNS int LANGUAGE sql AS 'SELECT 42'"});
+    FT_REQUIRE_OK(expected);
+    CHECK(recorded->text(0, 1) == expected->text(0, 0));
+    // Function files are not numbered migrations.
+    {
+        const auto migrations =
+            co_await scalar(*conn, "SELECT count(*) FROM fulltime_schema_migrations");
+        CHECK(migrations == 2);
+    }
+
+    // Unchanged: nothing applied, the recorded time stays.
+    auto applied_at = co_await conn->query(
+        "SELECT applied_at::text FROM fulltime_schema_functions WHERE name = 'answer.sql'");
+    FT_REQUIRE_OK(applied_at);
+    auto second = co_await db::migrate(*conn, with_functions());
+    FT_REQUIRE_OK(second);
+    CHECK(second->applied.empty());
+    CHECK(second->already_applied == 2);
+    CHECK(second->functions_applied.empty());
+    CHECK(second->functions_unchanged == 2);
+    auto applied_at_after = co_await conn->query(
+        "SELECT applied_at::text FROM fulltime_schema_functions WHERE name = 'answer.sql'");
+    FT_REQUIRE_OK(applied_at_after);
+    CHECK(applied_at_after->text(0, 0) == applied_at->text(0, 0));
+
+    auto after = co_await db::is_migrated(*conn, with_functions());
+    FT_REQUIRE_OK(after);
+    CHECK(*after);
+}
+
+awaitable<void> changed_function_reapplied(std::string url) {
+    auto conn = co_await open_connection(url);
+    FT_AWAIT_OK(co_await db::migrate(*conn, with_functions()));
+
+    auto edited = with_functions();
+    auto answer = std::find_if(edited.begin(), edited.end(),
+                               [](const auto& m) { return m.name == "answer.sql"; });
+    answer->sql = "CREATE OR REPLACE FUNCTION answer() RETURNS int LANGUAGE sql AS 'SELECT 43'";
+    // A changed file is not applied yet: the schema is not ready for this binary.
+    auto stale = co_await db::is_migrated(*conn, edited);
+    FT_REQUIRE_OK(stale);
+    CHECK_FALSE(*stale);
+
+    auto again = co_await db::migrate(*conn, edited);
+    FT_REQUIRE_OK(again);
+    CHECK(again->applied.empty());
+    CHECK(again->functions_applied == std::vector<std::string>{"answer.sql"});
+    CHECK(again->functions_unchanged == 1);
+    {
+        const auto value = co_await scalar(*conn, "SELECT answer()");
+        CHECK(value == 43);
+    }
+    auto ready = co_await db::is_migrated(*conn, edited);
+    FT_REQUIRE_OK(ready);
+    CHECK(*ready);
+}
+
+awaitable<void> migration_reapplies_functions(std::string url) {
+    auto conn = co_await open_connection(url);
+    FT_AWAIT_OK(co_await db::migrate(*conn, with_functions()));
+
+    // A signature change: the numbered migration drops the function, the file (unchanged here,
+    // the worst case) must still bring it back.
+    auto ms = with_functions();
+    ms.push_back({"0003_drop_answer.sql", "DROP FUNCTION answer()"});
+    auto report = co_await db::migrate(*conn, ms);
+    FT_REQUIRE_OK(report);
+    CHECK(report->applied == std::vector<std::string>{"0003_drop_answer.sql"});
+    CHECK(report->functions_applied == std::vector<std::string>{"answer.sql", "hit_count.sql"});
+    CHECK(report->functions_unchanged == 0);
+    {
+        const auto value = co_await scalar(*conn, "SELECT answer()");
+        CHECK(value == 42);
+    }
+}
+
+awaitable<void> failing_function_file(std::string url) {
+    auto conn = co_await open_connection(url);
+    auto ms = with_functions();
+    ms.push_back({"broken.sql", "CREATE OR REPLACE FUNCTION broken() RETURNS int LANGUAGE sql AS "
+                                "'SELECT count(*) FROM no_such_table'",
+                  source_kind::function});
+    auto failed = co_await db::migrate(*conn, ms);
+    FT_CHECK_FAILS_WITH(failed, db::errc::server_error);
+    CHECK(failed.error().message.find("broken.sql") != std::string::npos);
+    CHECK(conn->idle());
+    // The migrations stay applied; no function of the failed phase was created or recorded.
+    auto state = co_await conn->query(
+        "SELECT (SELECT count(*) FROM fulltime_schema_migrations), "
+        "(SELECT count(*) FROM fulltime_schema_functions), "
+        "to_regprocedure('answer()') IS NULL");
+    FT_REQUIRE_OK(state);
+    CHECK(state->get<std::int64_t>(0, 0).value() == 2);
+    CHECK(state->get<std::int64_t>(0, 1).value() == 0);
+    CHECK(state->get<bool>(0, 2).value());
+    auto migrated = co_await db::is_migrated(*conn, ms);
+    FT_REQUIRE_OK(migrated);
+    CHECK_FALSE(*migrated);
+}
+
+awaitable<void> pre_baseline_refused(std::string url) {
+    auto conn = co_await open_connection(url);
+    // What a database migrated with the migrations the baseline replaced looks like to the
+    // runner: the old names recorded, and the tables they created.
+    FT_AWAIT_OK(co_await conn->execute_script(
+        "CREATE TABLE fulltime_schema_migrations (name text PRIMARY KEY, checksum text NOT NULL, "
+        "applied_at timestamptz NOT NULL DEFAULT now());"
+        "INSERT INTO fulltime_schema_migrations (name, checksum) VALUES "
+        "('0001_schema.sql', 'x'), ('0002_placement.sql', 'y');"
+        "CREATE TABLE accounts (account_id bigint PRIMARY KEY)"));
+    auto refused = co_await db::migrate(*conn, resources::migrations());
+    FT_CHECK_FAILS_WITH(refused, db::errc::bad_result);
+    const auto& message = refused.error().message;
+    CHECK(message.find("migrated before the baseline of 2026-12-01") != std::string::npos);
+    CHECK(message.find("0001_schema.sql") != std::string::npos);
+    CHECK(message.find("recreate it") != std::string::npos);
+    CHECK(conn->idle());
+    {
+        const auto recorded =
+            co_await scalar(*conn, "SELECT count(*) FROM fulltime_schema_migrations");
+        CHECK(recorded == 2);
+    }
+    auto migrated = co_await db::is_migrated(*conn, resources::migrations());
+    FT_REQUIRE_OK(migrated);
+    CHECK_FALSE(*migrated);
+}
+
+awaitable<void> engine_schema(std::string url) {
+    auto conn = co_await open_connection(url);
+    const auto sources = resources::migrations();
+    std::set<std::string> files;
+    for (const auto& m : sources) {
+        if (m.kind == source_kind::function) {
+            files.insert(std::string{m.name});
+        }
+    }
+    REQUIRE_FALSE(files.empty());
+
+    auto first = co_await db::migrate(*conn, sources);
+    FT_REQUIRE_OK(first);
+    CHECK(first->applied == std::vector<std::string>{"0001_baseline.sql"});
+    CHECK(std::set<std::string>(first->functions_applied.begin(),
+                                first->functions_applied.end()) == files);
+    auto second = co_await db::migrate(*conn, sources);
+    FT_REQUIRE_OK(second);
+    CHECK(second->applied.empty());
+    CHECK(second->functions_applied.empty());
+    CHECK(second->functions_unchanged == files.size());
+    auto ready = co_await db::is_migrated(*conn, sources);
+    FT_REQUIRE_OK(ready);
+    CHECK(*ready);
+
+    // Each file is named after the one function it defines, and every function of the schema
+    // has its file.
+    auto functions = co_await conn->query(
+        "SELECT p.proname || '.sql', count(*) FROM pg_proc p "
+        "WHERE p.pronamespace = 'public'::regnamespace GROUP BY p.proname ORDER BY 1");
+    FT_REQUIRE_OK(functions);
+    std::set<std::string> defined;
+    for (int i = 0; i < functions->rows(); ++i) {
+        const std::string file{functions->text(i, 0)};
+        CAPTURE(file);
+        CHECK(functions->get<std::int64_t>(i, 1).value() == 1);
+        defined.insert(file);
+    }
+    CHECK(defined == files);
+}
+
 }  // namespace
 
 TEST_CASE("migrations: applied in name order once and a second run is a no-op") {
@@ -184,4 +406,41 @@ TEST_CASE("migrations: a failing migration is rolled back and stops the run") {
     scratch_database db;
     asio::io_context ioc;
     run(ioc, failing_migration(db.url()));
+}
+
+TEST_CASE("migrations: function files are applied after the migrations, recorded, and skipped "
+          "when unchanged") {
+    scratch_database db;
+    asio::io_context ioc;
+    run(ioc, functions_applied_and_skipped(db.url()));
+}
+
+TEST_CASE("migrations: a changed function file is applied again and the others are skipped") {
+    scratch_database db;
+    asio::io_context ioc;
+    run(ioc, changed_function_reapplied(db.url()));
+}
+
+TEST_CASE("migrations: applying a numbered migration applies every function file again") {
+    scratch_database db;
+    asio::io_context ioc;
+    run(ioc, migration_reapplies_functions(db.url()));
+}
+
+TEST_CASE("migrations: a failing function file rolls back the whole function phase") {
+    scratch_database db;
+    asio::io_context ioc;
+    run(ioc, failing_function_file(db.url()));
+}
+
+TEST_CASE("migrations: a database migrated before the baseline is refused with a clear error") {
+    scratch_database db;
+    asio::io_context ioc;
+    run(ioc, pre_baseline_refused(db.url()));
+}
+
+TEST_CASE("migrations: the engine's schema applies, then is up to date, one file per function") {
+    scratch_database db;
+    asio::io_context ioc;
+    run(ioc, engine_schema(db.url()));
 }

@@ -88,7 +88,8 @@ class ServeTest(WithDatabase):
     def test_migrate_twice_is_a_no_op(self):
         code, _, err = run_cli(["migrate"], self.env)
         self.assertEqual(code, 0, err)
-        self.assertIn("applied migration 0001_schema.sql", err)
+        self.assertIn("applied migration 0001_baseline.sql", err)
+        self.assertIn("applied function file fulltime_settle_step.sql", err)
         code, _, err = run_cli(["migrate"], self.env)
         self.assertEqual(code, 0, err)
         self.assertIn("0 applied", err)

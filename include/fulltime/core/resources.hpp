@@ -6,16 +6,24 @@
 
 namespace fulltime::resources {
 
-/// Names one migration file and holds its SQL text.
+/// Says how the migration runner treats a schema file.
+enum class source_kind {
+    migration,  ///< db/migrations/NNNN_name.sql: tables, indexes, constraints, types, data; once
+    function,   ///< db/functions/name.sql: CREATE OR REPLACE FUNCTION; again whenever it changes
+};
+
+/// Names one schema file (a numbered migration or a function file) and holds its SQL text.
 struct migration_source {
     std::string_view name;
     std::string_view sql;
+    source_kind kind = source_kind::migration;
 };
 
 /// Returns the text of config/fulltime.json as it was at build time.
 std::string_view default_config();
 
-/// Returns db/migrations/*.sql in file-name order, as they were at build time.
+/// Returns the schema as it was at build time: db/migrations/*.sql in file-name order, then
+/// db/functions/*.sql in file-name order (kind source_kind::function).
 std::vector<migration_source> migrations();
 
 }  // namespace fulltime::resources

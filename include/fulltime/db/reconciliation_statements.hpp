@@ -84,7 +84,8 @@ boost::asio::awaitable<outcome<incident_changes>> reconcile_currencies(
     connection& conn, std::vector<std::pair<std::string, std::int64_t>> sums,
     std::string run_started, reconcile_call_options options);
 
-/// Names the kinds of incident the schema allows (0006), in a fixed order for metrics.
+/// Names the kinds of incident the schema allows (incidents_kind_check), in a fixed order for
+/// metrics.
 inline constexpr std::array<std::string_view, 4> incident_kinds = {
     "balance_drift", "currency_mismatch", "currency_imbalance", "overdue_reservation"};
 

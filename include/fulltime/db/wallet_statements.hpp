@@ -21,7 +21,7 @@ struct account_row {
     std::string currency;
     std::int64_t available_minor = 0;
     std::int64_t reserved_minor = 0;
-    std::int64_t owed_minor = 0;  ///< reversed winnings the bettor could not cover (0005)
+    std::int64_t owed_minor = 0;  ///< reversed winnings the bettor could not cover (accounts.owed)
 };
 
 /// Names what creating an account did.

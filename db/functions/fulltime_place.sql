@@ -1,6 +1,6 @@
--- Placement and the wallet around the book, as server-side functions.
+-- Placement, as a server-side function.
 --
--- Why functions: a placement is one short transaction whose steps depend on each other (a
+-- Why a function: a placement is one short transaction whose steps depend on each other (a
 -- refusal at any step must leave only the stored refusal behind). Run from the engine statement
 -- by statement it costs seven round trips while the balance row lock is held for the last of
 -- them; as one function call it is one round trip, the statements still run in the order
@@ -9,15 +9,26 @@
 -- its own transaction (autocommit): no session state, fine through PgBouncer in transaction
 -- mode.
 --
--- Amounts are bigint minor units, odds bigint units of 1/10000. The functions return integers
+-- Amounts are bigint minor units, odds bigint units of 1/10000. The function returns integers
 -- and structured refusal details (codes, current odds, limits), never prose: the engine formats
 -- amounts and composes messages (core/bets_protocol), so no decimal formatting lives in SQL.
-
+-- Outcomes and refusal codes are fulltime_codes' domains place_outcome and place_refusal.
+--
+-- The exposure shard is chosen by the caller, not by bet id. Picked by bet id, the bets of one
+-- group (fulltime_place_group) spread over every shard of the market and the placement actors'
+-- groups held each other's shard rows until their commits: under load most lock timeouts
+-- (55P03) in the placement path were these waits, and each retried a whole group
+-- (docs/benchmarks.md has the measurement). So every placement names a preferred shard: a
+-- placement actor passes its own index, so two actors' groups do not touch the same shard row
+-- until one shard fills. A full shard falls back to the one other shard with the most headroom,
+-- not to the next one, so a busy actor's bets spill where the market still has room instead of
+-- being refused while other shards are empty.
+--
 -- Raised inside fulltime_place to undo the bet's writes when a step after the first write
 -- refuses (liability limit, insufficient funds). Never escapes the function.
 -- SQLSTATE FT001, MESSAGE = the refusal code.
 
-CREATE FUNCTION fulltime_place(
+CREATE OR REPLACE FUNCTION fulltime_place(
     p_account_id      bigint,
     p_idempotency_key text,
     p_fingerprint     text,
@@ -26,6 +37,7 @@ CREATE FUNCTION fulltime_place(
     p_odds            bigint,
     p_accept          text,     -- 'exact' | 'better' | 'any'
     p_lock_timeout_ms integer,
+    p_shard_hint      integer,  -- the caller's preferred exposure shard (modulo the market's)
     OUT outcome       text,     -- 'placed' | 'rejected' | 'replayed' | 'key_reused'
     OUT response      jsonb)
 LANGUAGE plpgsql
@@ -45,6 +57,7 @@ DECLARE
     v_placed_at     timestamptz;
     v_liability     numeric;
     v_shard         integer;
+    v_other         integer;
     v_done          boolean;
     v_available     bigint;
     v_reserved      bigint;
@@ -123,16 +136,22 @@ BEGIN
                     p_idempotency_key)
             RETURNING bet_id, placed_at INTO v_bet_id, v_placed_at;
 
-            -- 4. One exposure shard (by bet id, so concurrent bets spread over the shards); a
-            --    full shard may try one other shard.
-            v_shard := (v_bet_id % v_shards)::integer;
+            -- 4. One exposure shard: the caller's (a placement actor passes its own index, so
+            --    concurrent groups hold different shard rows); when that shard is full, the one
+            --    other shard with the most headroom in this statement's snapshot. A stale
+            --    snapshot only costs a refusal: the update itself rechecks the limit.
+            v_shard := (p_shard_hint % v_shards + v_shards) % v_shards;
             UPDATE market_exposure SET liability = liability + v_liability::bigint
             WHERE market_id = v_market_id AND shard = v_shard
               AND liability + v_liability::bigint <= liability_limit
             RETURNING true INTO v_done;
             IF v_done IS NULL AND v_shards > 1 THEN
+                SELECT e.shard INTO v_other FROM market_exposure e
+                WHERE e.market_id = v_market_id AND e.shard <> v_shard
+                ORDER BY e.liability_limit - e.liability DESC, e.shard
+                LIMIT 1;
                 UPDATE market_exposure SET liability = liability + v_liability::bigint
-                WHERE market_id = v_market_id AND shard = (v_shard + 1) % v_shards
+                WHERE market_id = v_market_id AND shard = v_other
                   AND liability + v_liability::bigint <= liability_limit
                 RETURNING true INTO v_done;
             END IF;
@@ -189,7 +208,7 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION fulltime_place IS
+COMMENT ON FUNCTION fulltime_place(bigint, text, text, bigint, bigint, bigint, text, integer, integer) IS
     'One placement in one transaction, in DESIGN.md''s order: claim the idempotency key, '
-    'validate without locks, bet row, one exposure shard, ledger reservation and outbox row, '
+    'validate without locks, bet row, one exposure shard (the caller''s, or the emptiest other), ledger reservation and outbox row, '
     'and last the conditional balance update; the first result is stored on the key.';

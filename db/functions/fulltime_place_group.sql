@@ -7,12 +7,14 @@
 -- timeout in any item aborts the statement and with it the whole group, keys included, so the
 -- engine retries the group with the same keys; the idempotency keys make that safe. Two items
 -- with one key in a group behave as two requests in sequence: the second sees the first's
--- stored result and is replayed.
+-- stored result and is replayed. All items share one preferred exposure shard (the placement
+-- actor's; see fulltime_place.sql).
 
-CREATE FUNCTION fulltime_place_group(
+CREATE OR REPLACE FUNCTION fulltime_place_group(
     p_items           jsonb,    -- [{"a":account,"k":key,"f":fingerprint,"s":selection,
                                 --   "st":stake,"o":odds,"ac":accept}, ...]
-    p_lock_timeout_ms integer)
+    p_lock_timeout_ms integer,
+    p_shard_hint      integer)  -- every item's preferred exposure shard
 RETURNS TABLE (item integer, outcome text, response jsonb)
 LANGUAGE plpgsql
 AS $$
@@ -27,7 +29,8 @@ BEGIN
         SELECT p.outcome, p.response INTO v_row
         FROM fulltime_place((v_item->>'a')::bigint, v_item->>'k', v_item->>'f',
                             (v_item->>'s')::bigint, (v_item->>'st')::bigint,
-                            (v_item->>'o')::bigint, v_item->>'ac', p_lock_timeout_ms) AS p;
+                            (v_item->>'o')::bigint, v_item->>'ac', p_lock_timeout_ms,
+                            p_shard_hint) AS p;
         item := v_index::integer;
         outcome := v_row.outcome;
         response := v_row.response;

@@ -1,6 +1,14 @@
--- Fulltime schema, version 1 (docs/schema.md explains every choice).
+-- Fulltime schema: the baseline (docs/schema.md explains every choice).
 --
--- Applied once, inside one transaction, by the migration runner (db/migrations.hpp).
+-- The tables, indexes, constraints and fixed data of the schema as it stood on 2026-12-01, when
+-- the eight migrations written until then (schema, placement, group commit, shard hint,
+-- settlement, incidents, reconciliation, terminal states) were squashed into this one file
+-- before any deployment existed. Applied once, inside one transaction, by the migration runner
+-- (include/fulltime/db/migrations.hpp). The SQL functions are not here: each lives in its own
+-- file under db/functions/, applied after the numbered migrations and re-applied when it
+-- changes. Later numbered migrations change tables, indexes, constraints, types and data, and
+-- drop a function whose signature changes.
+--
 -- Rules that hold throughout:
 --   * Money is bigint minor units, odds bigint units of 1/10000; never float or numeric.
 --   * No index contains a balance, liability, odds, status or progress column, so the updates
@@ -28,7 +36,8 @@ CREATE TABLE accounts (
     currency   currency_code NOT NULL,
     available  bigint        NOT NULL DEFAULT 0 CHECK (available >= 0),
     reserved   bigint        NOT NULL DEFAULT 0 CHECK (reserved >= 0),
-    created_at timestamptz   NOT NULL DEFAULT now()
+    created_at timestamptz   NOT NULL DEFAULT now(),
+    owed       bigint        NOT NULL DEFAULT 0 CHECK (owed >= 0)
 ) WITH (
     fillfactor = 70,
     autovacuum_vacuum_threshold = 1000,
@@ -46,6 +55,9 @@ COMMENT ON COLUMN accounts.available IS
     'Minor units the bettor may stake or withdraw = credits - debits of side ''available''.';
 COMMENT ON COLUMN accounts.reserved IS
     'Minor units held by open bets = credits - debits of side ''reserved''.';
+COMMENT ON COLUMN accounts.owed IS
+    'Minor units the bettor owes the house: reversed winnings that available could not cover '
+    '= debits - credits of side ''owed''. Repaid first from later settlement credits.';
 
 -- --- Double-entry ledger ------------------------------------------------------------------------
 
@@ -54,21 +66,29 @@ CREATE TABLE ledger_transfers (
     entry_key         text          NOT NULL UNIQUE
                                     CHECK (octet_length(entry_key) BETWEEN 1 AND 320),
     currency          currency_code NOT NULL,
-    debit_side        text          NOT NULL
-                                    CHECK (debit_side IN ('available', 'reserved', 'house', 'cash')),
+    debit_side        text          NOT NULL,
     debit_account_id  bigint,
-    credit_side       text          NOT NULL
-                                    CHECK (credit_side IN ('available', 'reserved', 'house', 'cash')),
+    credit_side       text          NOT NULL,
     credit_account_id bigint,
     amount            bigint        NOT NULL CHECK (amount > 0),
     bet_id            bigint,
     result_event_id   bigint,
     created_at        timestamptz   NOT NULL DEFAULT now(),
+    -- The sides (fulltime_codes, domain ledger_side). The CHECKs stay CHECKs rather than
+    -- foreign keys to fulltime_codes: a foreign key would take a FOR KEY SHARE lock on a codes
+    -- row for every transfer (see the header); tests/db/codes_pgtest.cpp proves that every
+    -- CHECK below that lists codes lists exactly its domain's codes.
+    CONSTRAINT ledger_transfers_debit_side_check
+        CHECK (debit_side IN ('available', 'reserved', 'owed', 'house', 'cash')),
+    CONSTRAINT ledger_transfers_credit_side_check
+        CHECK (credit_side IN ('available', 'reserved', 'owed', 'house', 'cash')),
     -- A bettor's sides name their account; the house and cash sides are per currency only.
     CONSTRAINT ledger_debit_account_matches_side
-        CHECK ((debit_side IN ('available', 'reserved')) = (debit_account_id IS NOT NULL)),
+        CHECK ((debit_side IN ('available', 'reserved', 'owed'))
+               = (debit_account_id IS NOT NULL)),
     CONSTRAINT ledger_credit_account_matches_side
-        CHECK ((credit_side IN ('available', 'reserved')) = (credit_account_id IS NOT NULL)),
+        CHECK ((credit_side IN ('available', 'reserved', 'owed'))
+               = (credit_account_id IS NOT NULL)),
     -- A transfer between two sides of the same ledger account would move nothing.
     CONSTRAINT ledger_sides_differ
         CHECK (debit_side <> credit_side
@@ -93,7 +113,17 @@ COMMENT ON COLUMN ledger_transfers.entry_key IS
     'uncancel>:<leg>, deposit:<account_id>:<key>, withdrawal:<account_id>:<key>. A retried '
     'effect conflicts here instead of moving money twice.';
 COMMENT ON COLUMN ledger_transfers.debit_side IS
-    'available | reserved (a bettor''s, with debit_account_id) | house | cash (per currency).';
+    'available | reserved | owed (a bettor''s, with debit_account_id) | house | cash (per '
+    'currency).';
+
+-- A correction or rollback takes back a payout the bettor may already have staked or withdrawn.
+-- The reversal must still happen (the market cannot stall on one account), and no balance may go
+-- negative: the part of a batch's debit that available cannot cover is advanced by the house and
+-- recorded as the bettor's debt, on a side of its own ('owed': the house's claim on the bettor),
+--   advance:<event>:<account>:<last bet of the batch>  owed -> available  shortfall
+-- and later credits of a settlement batch (winnings, refunds) repay it first,
+--   repay:<event>:<account>:<last bet of the batch>    available -> owed  min(owed, available)
+-- accounts.owed = debits - credits of the account's 'owed' side, never negative.
 COMMENT ON COLUMN ledger_transfers.result_event_id IS
     'The result event whose application wrote this transfer (settlement entries only).';
 
@@ -264,6 +294,11 @@ COMMENT ON COLUMN bet_settlements.reversal IS
 COMMENT ON COLUMN bet_settlements.prior_version IS
     'Generated: the version of the row this row requires (see bet_settlements_prior_fkey).';
 
+-- A bet's settlement rows by event, for a batch's "already handled by this event" probe. (Reading
+-- them through the primary key instead, to save the index's WAL, made the engine's run of
+-- scripts/bench-settlement three times slower: 24.5 s instead of 8.5 s.)
+CREATE INDEX bet_settlements_event_idx ON bet_settlements (result_event_id, bet_id);
+
 -- --- Idempotency ---------------------------------------------------------------------------------
 
 CREATE TABLE idempotency_keys (
@@ -373,12 +408,21 @@ CREATE TABLE result_events (
     market_id       bigint      NOT NULL REFERENCES markets,
     seq             integer     NOT NULL CHECK (seq >= 1),
     event_key       text        NOT NULL UNIQUE CHECK (octet_length(event_key) BETWEEN 1 AND 255),
+    -- void_open: the operator's void of the market's open bets (settled or cancelled bets
+    -- keep their state). Never sent by a producer: only fulltime_void_overdue stores it.
     kind            text        NOT NULL
                                 CHECK (kind IN ('result', 'rollback_result', 'cancel',
-                                                'rollback_cancel')),
+                                                'rollback_cancel', 'void_open')),
     payload         jsonb       NOT NULL,
     producer        text        NOT NULL CHECK (octet_length(producer) BETWEEN 1 AND 64),
     received_at     timestamptz NOT NULL DEFAULT now(),
+    applied_at      timestamptz,
+    skipped         jsonb,
+    -- Only these four: a void_open that wrote nothing is refused nothing_to_void whatever its
+    -- bets' skip codes (already_void, already_settled), and a result or cancel can only skip
+    -- bet_cancelled or already_cancelled (fulltime_settle_finish).
+    refusal         text        CHECK (refusal IN ('bet_cancelled', 'already_cancelled',
+                                                   'nothing_to_rollback', 'nothing_to_void')),
     CONSTRAINT result_events_market_seq_key UNIQUE (market_id, seq)
 );
 COMMENT ON TABLE result_events IS
@@ -388,6 +432,17 @@ COMMENT ON TABLE result_events IS
     'now() - received_at of the oldest event past settlement_progress.applied_seq.';
 COMMENT ON COLUMN result_events.payload IS
     'The producer''s message as validated (outcomes, factors, cancel window).';
+COMMENT ON COLUMN result_events.applied_at IS
+    'When the market''s settlement finished applying the event (NULL: not yet).';
+COMMENT ON COLUMN result_events.skipped IS
+    'Bets the event skipped because of their terminal state, counted per code '
+    '({"bet_cancelled": 3}); {} when none. Set with applied_at.';
+COMMENT ON COLUMN result_events.refusal IS
+    'Set when the event wrote no settlement row because of the bets'' states: '
+    'nothing_to_rollback, nothing_to_void, or the per-bet code that skipped the most bets.';
+-- Events a producer or an operator asks about: the refused ones, newest first.
+CREATE INDEX result_events_refused_idx ON result_events (applied_at)
+    WHERE refusal IS NOT NULL;
 
 CREATE TABLE settlement_progress (
     market_id         bigint      PRIMARY KEY REFERENCES markets,
@@ -396,6 +451,18 @@ CREATE TABLE settlement_progress (
     version           integer     NOT NULL DEFAULT 0 CHECK (version >= 0),
     checkpoint_bet_id bigint      NOT NULL DEFAULT 0 CHECK (checkpoint_bet_id >= 0),
     updated_at        timestamptz NOT NULL DEFAULT now(),
+    -- Placements that read the market as open before an event's intake committed must finish
+    -- before the event is applied, or a late commit could land behind the checkpoint. Set when
+    -- an event starts: the first transaction id not yet assigned then.
+    fence_xid         xid8,
+    -- The result in force for the market (NULL before any, and after rollback_result): what a
+    -- rollback_cancel settles the restored bets with.
+    effective_result_id bigint,
+    -- The running counts of the event in progress, advanced with the checkpoint in each
+    -- batch's transaction, so a batch that rolls back counts nothing and one that commits
+    -- counts once.
+    event_effects     bigint      NOT NULL DEFAULT 0 CHECK (event_effects >= 0),
+    event_skipped     jsonb       NOT NULL DEFAULT '{}',
     -- Events apply strictly in order: the one in progress is the next one.
     CONSTRAINT settlement_progress_next_seq
         CHECK (current_seq IS NULL OR current_seq = applied_seq + 1),
@@ -421,24 +488,229 @@ COMMENT ON COLUMN settlement_progress.version IS
     'versions live in bet_settlements and can run ahead of it (windowed cancels touch some bets).';
 COMMENT ON COLUMN settlement_progress.checkpoint_bet_id IS
     'Highest bet_id of the current event already handled; the next batch starts after it.';
+COMMENT ON COLUMN settlement_progress.fence_xid IS
+    'pg_snapshot_xmax when the current event started; its batches wait until every transaction '
+    'of this database with an older id has finished (pg_stat_activity.backend_xid), so no '
+    'placement that read the market open can commit behind the checkpoint.';
+COMMENT ON COLUMN settlement_progress.effective_result_id IS
+    'The result event in force, re-applied to bets a rollback_cancel restores.';
+COMMENT ON COLUMN settlement_progress.event_effects IS
+    'Settlement rows the current event has written so far.';
+COMMENT ON COLUMN settlement_progress.event_skipped IS
+    'Bets the current event has skipped so far, per terminal-state code.';
+
 
 -- --- Incidents -----------------------------------------------------------------------------------
 
+-- An incident is one problem, seen for the first time at first_seen and again at every later
+-- run that still finds it (last_seen). A run that finds the same problem again updates that
+-- incident instead of adding one, so a drifted balance row is exactly one incident however many
+-- runs see it; the problem's identity is (kind, subject). Nothing here corrects money: an
+-- incident is closed (resolved_at) by the run that no longer finds the problem, or by an
+-- operator's decision.
+--
+-- Kinds:
+--   balance_drift        accounts.<side> differs from the ledger's sum for that side
+--                        (expected = the ledger, actual = the row); side available, reserved
+--                        or owed
+--   currency_mismatch    a transfer whose currency differs from its account's
+--   currency_imbalance   a currency's transfers do not sum to zero (expected 0, actual = sum)
+--   overdue_reservation  a market whose open bets (their reservations) are past its settlement
+--                        deadline plus the grace period (expected = the deadline in epoch
+--                        seconds). One incident per market, not per bet: a market's open bets
+--                        share their owner and deadline, and one market can hold a million.
 CREATE TABLE incidents (
     incident_id bigint        GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-    kind        text          NOT NULL CHECK (kind IN ('balance_drift', 'currency_mismatch')),
+    kind        text          NOT NULL
+                              CHECK (kind IN ('balance_drift', 'currency_mismatch',
+                                              'currency_imbalance', 'overdue_reservation')),
     account_id  bigint,
     currency    currency_code,
-    side        text          CHECK (side IN ('available', 'reserved')),
+    side        text          CHECK (side IN ('available', 'reserved', 'owed')),
     expected    bigint,
     actual      bigint,
     details     jsonb         NOT NULL DEFAULT '{}',
-    detected_at timestamptz   NOT NULL DEFAULT now()
+    first_seen  timestamptz   NOT NULL DEFAULT now(),
+    subject     text          NOT NULL CHECK (octet_length(subject) BETWEEN 1 AND 200),
+    market_id   bigint,
+    bet_id      bigint,
+    last_seen   timestamptz   NOT NULL DEFAULT now(),
+    runs        integer       NOT NULL DEFAULT 1 CHECK (runs >= 1),
+    resolved_at timestamptz,
+    resolution  text          CHECK (octet_length(resolution) <= 500),
+    CONSTRAINT incidents_resolution_when_resolved
+        CHECK ((resolved_at IS NULL) = (resolution IS NULL))
 );
 COMMENT ON TABLE incidents IS
-    'What the reconciler found: a balance row that differs from its ledger sum (expected = the '
-    'ledger, actual = the row), or a transfer whose currency differs from its account''s. It '
-    'reports, never corrects. Append-only.';
+    'Problems the reconciler and the reservation sweeper found: one row per problem (kind, '
+    'subject) while it lasts, first_seen / last_seen / runs updated by every run that finds it '
+    'again; closed with resolved_at and a resolution when a later run no longer finds it or an '
+    'operator acts. Never corrects money.';
+COMMENT ON COLUMN incidents.subject IS
+    'What the incident is about, stable across runs: account:<id>:<side>, currency:<code>, '
+    'transfer:<id>, market:<id> (overdue_reservation: the market whose open bets are past their '
+    'deadline).';
+COMMENT ON COLUMN incidents.expected IS
+    'balance_drift: the ledger''s sum; currency_imbalance: 0; overdue_reservation: the deadline '
+    '(epoch seconds).';
+COMMENT ON COLUMN incidents.actual IS
+    'balance_drift: the balance row (NULL: no such account); currency_imbalance: the '
+    'currency''s sum; currency_mismatch: the transfer''s amount; overdue_reservation: the '
+    'reserved stake of the market''s open bets (NULL when they are in several currencies: '
+    'details.reserved has each).';
 
-CREATE INDEX incidents_detected_idx ON incidents (detected_at);
+CREATE INDEX incidents_first_seen_idx ON incidents (first_seen);
 CREATE INDEX incidents_account_idx ON incidents (account_id) WHERE account_id IS NOT NULL;
+-- One open incident per problem: a run that sees it again updates it (ON CONFLICT ... DO UPDATE).
+CREATE UNIQUE INDEX incidents_open_subject_idx ON incidents (kind, subject)
+    WHERE resolved_at IS NULL;
+CREATE INDEX incidents_market_idx ON incidents (market_id) WHERE market_id IS NOT NULL;
+
+-- --- Codes ---------------------------------------------------------------------------------------
+
+-- Every fixed code that the schema stores or the SQL functions return and the engine reads, once,
+-- per domain. The engine's copy is include/fulltime/db/codes.hpp; tests/db/codes_pgtest.cpp
+-- proves that the two agree exactly per domain, and that every CHECK constraint listing codes
+-- lists exactly its domain's. Those CHECKs are not turned into foreign keys to this table: a
+-- foreign key takes a FOR KEY SHARE lock on the referenced row for every insert, and bets,
+-- settlement rows and transfers are inserted on the hot paths (see the header). A code is added
+-- by a numbered migration that inserts it here and widens the CHECK, together with the header.
+CREATE TABLE fulltime_codes (
+    domain      text NOT NULL CHECK (domain ~ '^[a-z][a-z_]{0,63}$'),
+    code        text NOT NULL CHECK (code ~ '^[a-z][a-z_]{0,63}$'),
+    description text NOT NULL CHECK (octet_length(description) BETWEEN 1 AND 500),
+    PRIMARY KEY (domain, code)
+);
+COMMENT ON TABLE fulltime_codes IS
+    'The fixed codes the schema stores and the SQL functions return, per domain; the engine''s '
+    'copy is include/fulltime/db/codes.hpp, kept equal by tests/db/codes_pgtest.cpp. Read-only '
+    'at run time.';
+
+INSERT INTO fulltime_codes (domain, code, description) VALUES
+    -- fulltime_settle_step(...).status
+    ('settle_status', 'idle', 'no event to apply'),
+    ('settle_status', 'gap', 'the next event by seq is missing while a later one is stored'),
+    ('settle_status', 'started', 'the next event was started (its fence set)'),
+    ('settle_status', 'fenced', 'a transaction older than the event''s start is still running'),
+    ('settle_status', 'batch', 'one batch of bets was settled and the checkpoint advanced'),
+    ('settle_status', 'finished', 'the event is applied; the next one may start'),
+    -- result_events.skipped keys: why an event did nothing to one bet
+    ('bet_skip', 'bet_cancelled', 'a result or rollback_result for a bet whose cancel is in force'),
+    ('bet_skip', 'already_cancelled', 'a cancel for a bet whose cancel is in force'),
+    ('bet_skip', 'nothing_to_rollback',
+     'a rollback_result for a bet with no effect in force, or a rollback_cancel for a bet with '
+     'no cancel in force'),
+    ('bet_skip', 'already_void', 'a void_open for a bet whose cancel is in force'),
+    ('bet_skip', 'already_settled', 'a void_open for a bet whose settlement is in force'),
+    -- result_events.refusal: why an event wrote no settlement row at all
+    ('event_refusal', 'nothing_to_rollback',
+     'a rollback_result or rollback_cancel found nothing of its kind in force'),
+    ('event_refusal', 'nothing_to_void', 'a void_open found no open bet'),
+    ('event_refusal', 'bet_cancelled',
+     'a result whose bets were all skipped: their cancel is in force'),
+    ('event_refusal', 'already_cancelled', 'a cancel whose bets were all cancelled already'),
+    -- result_events.kind
+    ('result_event_kind', 'result', 'settles the market''s bets with its outcomes'),
+    ('result_event_kind', 'rollback_result',
+     'reverses the result in force; the bets are open again'),
+    ('result_event_kind', 'cancel', 'voids the bets placed in its window'),
+    ('result_event_kind', 'rollback_cancel',
+     'restores cancelled bets and settles them with the result in force'),
+    ('result_event_kind', 'void_open', 'the operator''s void of the market''s open bets'),
+    -- fulltime_record_result(...).outcome
+    ('record_result_outcome', 'stored', 'the event was stored'),
+    ('record_result_outcome', 'duplicate', 'the same event was stored before'),
+    ('record_result_outcome', 'conflict', 'another event holds the event_key or (market, seq)'),
+    ('record_result_outcome', 'unknown_market', 'no such market'),
+    ('record_result_outcome', 'unknown_selection',
+     'an outcome names a selection of another market or none'),
+    -- fulltime_void_overdue(...).outcome
+    ('void_overdue_outcome', 'stored', 'the void_open event was stored'),
+    ('void_overdue_outcome', 'duplicate', 'the same void was stored before'),
+    ('void_overdue_outcome', 'conflict',
+     'the event_key belongs to another event, or the next seq kept being taken'),
+    ('void_overdue_outcome', 'unknown_market', 'no such market'),
+    ('void_overdue_outcome', 'not_overdue',
+     'the market''s reservations are not past their deadline'),
+    ('void_overdue_outcome', 'nothing_to_void', 'the market holds no open bet'),
+    -- fulltime_note_overdue(...).outcome
+    ('note_overdue_outcome', 'opened', 'a new overdue_reservation incident'),
+    ('note_overdue_outcome', 'updated', 'the open incident was seen again'),
+    ('note_overdue_outcome', 'resolved', 'the open incident was closed'),
+    ('note_overdue_outcome', 'none', 'nothing to record'),
+    -- fulltime_place(...).outcome and fulltime_place_group(...).outcome
+    ('place_outcome', 'placed', 'the bet was placed'),
+    ('place_outcome', 'rejected', 'the placement was refused (response.code says why)'),
+    ('place_outcome', 'replayed', 'a retry: the stored response of the first attempt'),
+    ('place_outcome', 'key_reused', 'the idempotency key was used with other parameters'),
+    -- fulltime_place(...).response->>'code' when refused
+    ('place_refusal', 'idempotency_key_reused',
+     'the idempotency key was used with other parameters'),
+    ('place_refusal', 'insufficient_funds', 'available cannot cover the stake, or no such account'),
+    ('place_refusal', 'unknown_selection', 'no such selection'),
+    ('place_refusal', 'market_suspended', 'the market is not open'),
+    ('place_refusal', 'odds_changed', 'the current odds do not satisfy the accept mode'),
+    ('place_refusal', 'stake_limit', 'the stake is outside the market''s limits'),
+    ('place_refusal', 'liability_limit', 'the market''s liability limit would be exceeded'),
+    -- fulltime_place(p_accept): which current odds the bettor accepts
+    ('place_accept', 'exact', 'only the asked odds'),
+    ('place_accept', 'better', 'the asked odds or better'),
+    ('place_accept', 'any', 'whatever the current odds are'),
+    -- markets.status
+    ('market_status', 'open', 'bets are accepted'),
+    ('market_status', 'suspended', 'bets are refused until the market is resumed'),
+    ('market_status', 'closed', 'final: no further bets or changes'),
+    -- bet_settlements.kind
+    ('settlement_kind', 'settle', 'an effect: an outcome with its payout'),
+    ('settlement_kind', 'reverse', 'undoes the settle of its version'),
+    ('settlement_kind', 'cancel', 'an effect: the bet is void, the stake comes back'),
+    ('settlement_kind', 'uncancel', 'undoes the cancel of its version'),
+    -- bet_settlements.outcome
+    ('settlement_outcome', 'won', 'a win'),
+    ('settlement_outcome', 'lost', 'a loss'),
+    ('settlement_outcome', 'void', 'the stake comes back'),
+    ('settlement_outcome', 'half_won', 'a win with a void factor'),
+    ('settlement_outcome', 'half_lost', 'a loss with a void factor'),
+    ('settlement_outcome', 'dead_heat', 'a win with a dead-heat factor'),
+    -- ledger_transfers.debit_side and .credit_side
+    ('ledger_side', 'available', 'a bettor''s money to stake or withdraw'),
+    ('ledger_side', 'reserved', 'a bettor''s money held by open bets'),
+    ('ledger_side', 'owed', 'the house''s claim on a bettor (reversed winnings already spent)'),
+    ('ledger_side', 'house', 'the house, per currency'),
+    ('ledger_side', 'cash', 'money outside the book (deposits, withdrawals), per currency'),
+    -- incidents.kind
+    ('incident_kind', 'balance_drift', 'a balance row differs from its ledger sum'),
+    ('incident_kind', 'currency_mismatch', 'a transfer''s currency differs from its account''s'),
+    ('incident_kind', 'currency_imbalance', 'a currency''s transfers do not sum to zero'),
+    ('incident_kind', 'overdue_reservation', 'a market''s open bets are past their deadline'),
+    -- incidents.side
+    ('incident_side', 'available', 'accounts.available'),
+    ('incident_side', 'reserved', 'accounts.reserved'),
+    ('incident_side', 'owed', 'accounts.owed'),
+    -- outbox.topic
+    ('outbox_topic', 'bet_placed', 'a bet was placed'),
+    ('outbox_topic', 'bet_settled', 'a settle or cancel of a bet'),
+    ('outbox_topic', 'bet_unsettled', 'a reversal that leaves the bet open');
+
+-- --- Settlement step ---------------------------------------------------------------------------
+
+-- One bet of a settlement batch as fulltime_settle_plan decided it, passed on to
+-- fulltime_settle_legs (db/functions/fulltime_settle_step.sql explains the parts). A type is
+-- schema: changing it is a numbered migration that drops the two functions first.
+CREATE TYPE fulltime_settle_bet AS (
+    bet_id      bigint,
+    account_id  bigint,
+    currency    currency_code,
+    stake       bigint,
+    cur_version integer,   -- the bet's latest effect (NULL: none) ...
+    cur_kind    text,      -- ... settle or cancel ...
+    cur_payout  bigint,    -- ... and its payout
+    rev         boolean,   -- reverse that effect
+    new_kind    text,      -- then write this effect (settle, cancel; NULL: none) ...
+    new_version integer,   -- ... under this version ...
+    new_outcome text,      -- ... with this outcome ...
+    new_payout  bigint,    -- ... and payout
+    skip_code   text       -- why the event does nothing to the bet (fulltime_codes bet_skip)
+);
+COMMENT ON TYPE fulltime_settle_bet IS
+    'One bet of a settlement batch: its effect in force, and what the event does to it.';

@@ -1,0 +1,135 @@
+-- Part of fulltime_settle_step (fulltime_settle_step.sql explains the step and its parts): the
+-- writes of one batch but the balance rows, in one statement. From fulltime_settle_plan's batch
+-- it writes the settlement rows, the keyed ledger transfers and the outbox rows, and returns
+-- what the transfers it actually wrote change on each account, for fulltime_settle_balances.
+-- Exactly once: a settlement row or transfer that exists already conflicts and is skipped (ON
+-- CONFLICT DO NOTHING), and only what this statement wrote reaches the outbox and the deltas,
+-- so a batch run again changes nothing.
+--
+-- Ledger legs (entry_key bet:<bet>:v<version>:<kind>:<leg>):
+--   settle   stake  reserved -> house      S        payout  house -> available   P (if P > 0)
+--   reverse  stake  house -> reserved      S        payout  available -> house   P (if P > 0)
+--   cancel   refund reserved -> available  S
+--   uncancel refund available -> reserved  S
+CREATE OR REPLACE FUNCTION fulltime_settle_legs(
+    p_market_id   bigint,
+    p_event_id    bigint,
+    p_batch       fulltime_settle_bet[],
+    OUT effects   integer,    -- settlement rows written
+    OUT pushed    integer,    -- outbox rows written
+    OUT accounts  bigint[],   -- the accounts the written transfers touch, ascending ...
+    OUT available bigint[],   -- ... what they add to each one's available ...
+    OUT reserved  bigint[])   -- ... and to its reserved
+LANGUAGE plpgsql
+AS $$
+#variable_conflict use_column
+BEGIN
+    -- The batch is read once (MATERIALIZED) and then by every leg below.
+    WITH plan AS MATERIALIZED (
+        SELECT * FROM unnest(p_batch)
+    ),
+    planned AS (
+        SELECT p.bet_id, p.cur_version AS version,
+               CASE p.cur_kind WHEN 'settle' THEN 'reverse' ELSE 'uncancel' END AS kind,
+               NULL::text AS outcome, NULL::bigint AS payout, 1 AS step
+        FROM plan p WHERE p.rev
+        UNION ALL
+        SELECT p.bet_id, p.new_version, p.new_kind, p.new_outcome, p.new_payout, 2
+        FROM plan p WHERE p.new_kind IS NOT NULL
+    ),
+    ins_settlements AS (
+        INSERT INTO bet_settlements (bet_id, version, kind, outcome, payout, result_event_id)
+        SELECT r.bet_id, r.version, r.kind, r.outcome, r.payout, p_event_id
+        FROM planned r
+        ORDER BY r.bet_id, r.step
+        ON CONFLICT DO NOTHING
+        RETURNING bet_id, version, kind, outcome, payout
+    ),
+    legs AS (
+        -- key suffix, debit side, credit side, amount (account sides name the bet's account)
+        SELECT p.bet_id, p.account_id, p.currency,
+               'bet:' || p.bet_id || ':v' || p.cur_version || ':reverse:stake' AS entry_key,
+               'house' AS debit_side, 'reserved' AS credit_side, p.stake AS amount
+        FROM plan p WHERE p.rev AND p.cur_kind = 'settle'
+        UNION ALL
+        SELECT p.bet_id, p.account_id, p.currency,
+               'bet:' || p.bet_id || ':v' || p.cur_version || ':reverse:payout',
+               'available', 'house', p.cur_payout
+        FROM plan p WHERE p.rev AND p.cur_kind = 'settle' AND p.cur_payout > 0
+        UNION ALL
+        SELECT p.bet_id, p.account_id, p.currency,
+               'bet:' || p.bet_id || ':v' || p.cur_version || ':uncancel:refund',
+               'available', 'reserved', p.stake
+        FROM plan p WHERE p.rev AND p.cur_kind = 'cancel'
+        UNION ALL
+        SELECT p.bet_id, p.account_id, p.currency,
+               'bet:' || p.bet_id || ':v' || p.new_version || ':settle:stake',
+               'reserved', 'house', p.stake
+        FROM plan p WHERE p.new_kind = 'settle'
+        UNION ALL
+        SELECT p.bet_id, p.account_id, p.currency,
+               'bet:' || p.bet_id || ':v' || p.new_version || ':settle:payout',
+               'house', 'available', p.new_payout
+        FROM plan p WHERE p.new_kind = 'settle' AND p.new_payout > 0
+        UNION ALL
+        SELECT p.bet_id, p.account_id, p.currency,
+               'bet:' || p.bet_id || ':v' || p.new_version || ':cancel:refund',
+               'reserved', 'available', p.stake
+        FROM plan p WHERE p.new_kind = 'cancel'
+    ),
+    ins_ledger AS (
+        INSERT INTO ledger_transfers (entry_key, currency, debit_side, debit_account_id,
+                                      credit_side, credit_account_id, amount, bet_id,
+                                      result_event_id)
+        SELECT l.entry_key, l.currency,
+               l.debit_side, CASE WHEN l.debit_side IN ('available', 'reserved')
+                                  THEN l.account_id END,
+               l.credit_side, CASE WHEN l.credit_side IN ('available', 'reserved')
+                                   THEN l.account_id END,
+               l.amount, l.bet_id, p_event_id
+        FROM legs l
+        ORDER BY l.entry_key
+        ON CONFLICT DO NOTHING
+        RETURNING debit_side, debit_account_id, credit_side, credit_account_id, amount
+    ),
+    ins_outbox AS (
+        INSERT INTO outbox (topic, account_id, payload)
+        SELECT CASE WHEN s.kind IN ('settle', 'cancel') THEN 'bet_settled'
+                    ELSE 'bet_unsettled' END,
+               p.account_id,
+               jsonb_build_object('bet_id', s.bet_id, 'version', s.version, 'kind', s.kind,
+                                  'outcome', s.outcome, 'payout', s.payout,
+                                  'currency', p.currency, 'market_id', p_market_id,
+                                  'result_event_id', p_event_id)
+        FROM ins_settlements s JOIN plan p ON p.bet_id = s.bet_id
+        -- A reversal followed by a new effect is announced once, by the new effect.
+        WHERE s.kind IN ('settle', 'cancel') OR p.new_kind IS NULL
+        RETURNING 1
+    ),
+    deltas AS (
+        SELECT acc, sum(d_available)::bigint AS d_available, sum(d_reserved)::bigint AS d_reserved
+        FROM (
+            SELECT credit_account_id AS acc,
+                   CASE WHEN credit_side = 'available' THEN amount ELSE 0 END AS d_available,
+                   CASE WHEN credit_side = 'reserved' THEN amount ELSE 0 END AS d_reserved
+            FROM ins_ledger WHERE credit_account_id IS NOT NULL
+            UNION ALL
+            SELECT debit_account_id,
+                   CASE WHEN debit_side = 'available' THEN -amount ELSE 0 END,
+                   CASE WHEN debit_side = 'reserved' THEN -amount ELSE 0 END
+            FROM ins_ledger WHERE debit_account_id IS NOT NULL
+        ) x
+        GROUP BY acc
+    )
+    SELECT (SELECT count(*) FROM ins_settlements), (SELECT count(*) FROM ins_outbox),
+           (SELECT array_agg(acc ORDER BY acc) FROM deltas),
+           (SELECT array_agg(d_available ORDER BY acc) FROM deltas),
+           (SELECT array_agg(d_reserved ORDER BY acc) FROM deltas)
+    INTO effects, pushed, accounts, available, reserved;
+END;
+$$;
+
+COMMENT ON FUNCTION fulltime_settle_legs IS
+    'Part of fulltime_settle_step: one batch''s settlement rows, ledger transfers and outbox rows '
+    'in one statement, exactly once; returns the per-account balance deltas of the transfers '
+    'it wrote, in ascending account order.';
