@@ -2,19 +2,15 @@
 
 #include "fulltime/actors/settlement.hpp"
 #include "fulltime/core/metrics.hpp"
+#include "fulltime/db/codes.hpp"
 
-#include <array>
+#include <string>
 
 namespace fulltime::actors {
 
 namespace {
 constexpr const char* steps_name = "fulltime_settlement_steps_total";
 constexpr const char* steps_help = "Settlement steps (one transaction each), by status.";
-// The terminal-state codes fulltime_settle_step records (db/functions/fulltime_settle_step.sql).
-constexpr std::array<const char*, 5> bet_refusal_codes = {
-    "bet_cancelled", "already_cancelled", "nothing_to_rollback", "already_void", "already_settled"};
-constexpr std::array<const char*, 4> event_refusal_codes = {
-    "bet_cancelled", "already_cancelled", "nothing_to_rollback", "nothing_to_void"};
 }  // namespace
 
 settlement_metrics::settlement_metrics(metrics::registry& registry)
@@ -48,15 +44,17 @@ settlement_metrics::settlement_metrics(metrics::registry& registry)
         step_latency.render(out, "fulltime_settlement_step_latency_seconds",
                             "Time of one settlement step's transaction.");
     });
-    for (const char* code : bet_refusal_codes) {
-        bet_refusals[code] = &registry.make_counter(
+    // Every code the settle step can record has its series from the start, so a rate over it
+    // never begins with a missing series (the codes: fulltime_codes, db/codes.hpp).
+    for (std::string_view code : db::codes::bet_skip) {
+        bet_refusals[std::string(code)] = &registry.make_counter(
             "fulltime_settlement_refusals_total",
             "Bets an applied result event skipped because of their terminal state (no money "
             "moved), by code.",
             metrics::label("code", code));
     }
-    for (const char* code : event_refusal_codes) {
-        event_refusals[code] = &registry.make_counter(
+    for (std::string_view code : db::codes::event_refusal) {
+        event_refusals[std::string(code)] = &registry.make_counter(
             "fulltime_settlement_events_refused_total",
             "Result events that moved no money at all because of the bets' terminal states, by "
             "code.",

@@ -2,6 +2,7 @@
 
 #include "fulltime/core/log.hpp"
 #include "fulltime/core/metrics.hpp"
+#include "fulltime/db/codes.hpp"
 #include "fulltime/db/error.hpp"
 #include "fulltime/db/settlement_statements.hpp"
 
@@ -13,13 +14,24 @@ namespace asio = boost::asio;
 
 namespace {
 
+// step_status lists fulltime_settle_step's own statuses first, in the order of their domain in
+// fulltime_codes (db/codes.hpp), so a status is its index there.
+constexpr bool is_status(step_status status, std::string_view code) {
+    return db::codes::settle_status[static_cast<std::size_t>(status)] == code;
+}
+static_assert(is_status(step_status::idle, "idle") && is_status(step_status::gap, "gap") &&
+              is_status(step_status::started, "started") &&
+              is_status(step_status::fenced, "fenced") && is_status(step_status::batch, "batch") &&
+              is_status(step_status::finished, "finished"));
+static_assert(db::codes::settle_status.size() == static_cast<std::size_t>(step_status::locked),
+              "locked and failed are the engine's own, after the step's statuses");
+
 step_status status_from(std::string_view s) {
-    if (s == "idle") return step_status::idle;
-    if (s == "gap") return step_status::gap;
-    if (s == "started") return step_status::started;
-    if (s == "fenced") return step_status::fenced;
-    if (s == "batch") return step_status::batch;
-    if (s == "finished") return step_status::finished;
+    for (std::size_t i = 0; i < db::codes::settle_status.size(); ++i) {
+        if (db::codes::settle_status[i] == s) {
+            return static_cast<step_status>(i);
+        }
+    }
     return step_status::failed;
 }
 

@@ -6,6 +6,7 @@
 /// fulltime_reconcile_currencies.sql; the run that strings the chunks together is
 /// actors::reconcile_once (include/fulltime/actors/reconciliation.hpp).
 
+#include "fulltime/db/codes.hpp"
 #include "fulltime/db/connection.hpp"
 #include "fulltime/db/transaction.hpp"
 
@@ -84,10 +85,9 @@ boost::asio::awaitable<outcome<incident_changes>> reconcile_currencies(
     connection& conn, std::vector<std::pair<std::string, std::int64_t>> sums,
     std::string run_started, reconcile_call_options options);
 
-/// Names the kinds of incident the schema allows (incidents_kind_check), in a fixed order for
-/// metrics.
-inline constexpr std::array<std::string_view, 4> incident_kinds = {
-    "balance_drift", "currency_mismatch", "currency_imbalance", "overdue_reservation"};
+/// Names the kinds of incident the schema allows (fulltime_codes' incident_kind, which
+/// incidents_kind_check lists), in a fixed order for metrics.
+inline constexpr auto incident_kinds = codes::incident_kind;
 
 /// Returns the number of open incidents of each kind, in the order of incident_kinds.
 boost::asio::awaitable<outcome<std::array<std::int64_t, incident_kinds.size()>>>
