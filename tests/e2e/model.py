@@ -296,11 +296,19 @@ class Run:
         request whose reply did not come because the engine was killed)."""
         url = self.engine.ws_url("/v1/bets") + "?token=" + self.bettor_token(account)
 
+        async def reply_to(ws, req):
+            # A bettor with settled bets may get a pushed bet_settled before the reply: the
+            # reply is the frame that echoes the request's id.
+            while True:
+                frame = json.loads(await ws.recv())
+                if frame.get("id") == req["id"]:
+                    return frame
+
         async def one(req):
             try:
                 async with websockets.client.connect(url, open_timeout=10) as ws:
                     await ws.send(json.dumps(req))
-                    return json.loads(await asyncio.wait_for(ws.recv(), 20))
+                    return await asyncio.wait_for(reply_to(ws, req), 20)
             except (OSError, websockets.exceptions.WebSocketException, asyncio.TimeoutError):
                 return None
 

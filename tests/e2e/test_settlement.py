@@ -76,7 +76,7 @@ class SettlementTest(EngineTestCase):
 
                     pushed = {}
                     while len(pushed) < 2:
-                        m = json.loads(await asyncio.wait_for(ws.recv(), 20))
+                        m = json.loads(await asyncio.wait_for(ws.recv(), 60))
                         self.assertEqual(m["type"], "bet_settled", m)
                         pushed[m["bet_id"]] = m
                     self.assertEqual(pushed[home["bet"]["bet_id"]]["outcome"], "won")
@@ -106,7 +106,7 @@ class SettlementTest(EngineTestCase):
                     self.assertEqual(status, 200, body)
                     pushed = {}
                     while len(pushed) < 2:
-                        m = json.loads(await asyncio.wait_for(ws.recv(), 20))
+                        m = json.loads(await asyncio.wait_for(ws.recv(), 60))
                         pushed[m["bet_id"]] = m
                     self.assertEqual((pushed[home["bet"]["bet_id"]]["outcome"],
                                       pushed[home["bet"]["bet_id"]]["version"]), ("lost", 2))
