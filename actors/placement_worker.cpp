@@ -176,7 +176,7 @@ asio::awaitable<std::optional<std::int64_t>> purge_round(std::shared_ptr<purge_w
     std::int64_t total = 0;
     for (std::size_t batch = 0; batch < limits::purge_batches_per_round_max && !w.closed; ++batch) {
         // One short transaction per batch: a long DELETE would hold an old snapshot (and the
-        // deleted rows' locks) for its whole run, which DESIGN.md's observability calls out.
+        // deleted rows' locks) for its whole run, which docs/design.md's observability calls out.
         auto deleted =
             co_await db::purge_idempotency_keys(**conn, w.retention_s, batch_max, options);
         if (!deleted) {

@@ -143,7 +143,7 @@ asio::awaitable<db::outcome<reconcile_summary>> reconcile_once(
     std::map<std::string, currency_totals> totals;
 
     // 1. The accounts, chunk by chunk. A chunk with fewer accounts than asked is the last one
-    //    (its ledger range is open-ended, see 0007).
+    //    (its ledger range is open-ended, see db/functions/fulltime_reconcile_transfers.sql).
     std::int64_t after_account = 0;
     for (;;) {
         if (auto stopped = guard.check()) {

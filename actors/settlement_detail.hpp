@@ -40,7 +40,7 @@ struct step_result {
     std::chrono::microseconds elapsed{0};  ///< the step's transaction, as the engine saw it
     std::string error;                     ///< why a failed step failed
     /// For a finished event: the bets it skipped per terminal-state code, and its refusal
-    /// code when it moved nothing because of them (result_events.skipped, .refusal; 0008).
+    /// code when it moved nothing because of them (result_events.skipped, .refusal; db/functions/fulltime_settle_finish.sql).
     std::vector<std::pair<std::string, std::int64_t>> skipped;
     std::string refusal;
 };

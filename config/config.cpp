@@ -224,7 +224,7 @@ config load_config(const std::optional<std::string>& path,
         overlay(doc, parse_json(buffer.str(), *path), "", *path);
     }
 
-    // DESIGN.md names FULLTIME_READ_DATABASE_URL; the path-derived name is accepted too.
+    // docs/design.md names FULLTIME_READ_DATABASE_URL; the path-derived name is accepted too.
     std::map<std::string, std::string> env = environment;
     if (auto it = env.find("FULLTIME_READ_DATABASE_URL"); it != env.end()) {
         env.emplace("FULLTIME_DATABASE_READ_URL", it->second);

@@ -70,7 +70,7 @@ json or_null(const std::optional<T>& v) {
 }
 
 // Money as decimal strings, as everywhere in the protocol. An overdue reservation's `expected`
-// is its deadline (0006 stores it as epoch seconds): shown as a time.
+// is its deadline (the incident stores it as epoch seconds): shown as a time.
 json incident_json(const db::incident_row& i) {
     const auto money = [](const std::optional<std::int64_t>& v) {
         return v ? json(money::format_amount(*v)) : json(nullptr);

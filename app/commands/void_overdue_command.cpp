@@ -1,6 +1,6 @@
 // `fulltime void-overdue --market M [--key K] [--force] [--operator NAME]`: the operator's
 // release of a market's overdue reservations. It stores one void_open event (see
-// db/migrations/0008_terminal_states.sql, fulltime_void_overdue) and exits; the settlement of a
+// db/functions/fulltime_void_overdue.sql) and exits; the settlement of a
 // running `fulltime serve` finds it on its next scan (settlement.poll_interval_ms) and applies
 // it like any result event. With no engine running the event waits, durable, and the next
 // `fulltime serve` applies it when it starts.
@@ -31,7 +31,7 @@ namespace asio = boost::asio;
 
 constexpr const char* usage =
     "usage: fulltime void-overdue --market ID [--key KEY] [--force] [--operator NAME]";
-// result_events.event_key's bounds (0001) and the producer name's (payload only).
+// result_events.event_key's bounds (0001_baseline.sql) and the producer name's (payload only).
 constexpr std::size_t key_bytes_max = 255;
 constexpr std::size_t operator_bytes_max = 64;
 

@@ -4,7 +4,7 @@
 -- refusal at any step must leave only the stored refusal behind). Run from the engine statement
 -- by statement it costs seven round trips while the balance row lock is held for the last of
 -- them; as one function call it is one round trip, the statements still run in the order
--- DESIGN.md prescribes (balance row last), and the pgbench baseline of scripts/bench-placement
+-- docs/design.md prescribes (balance row last), and the pgbench baseline of scripts/bench-placement
 -- calls exactly the same SQL. The engine calls each function as a single statement, which is
 -- its own transaction (autocommit): no session state, fine through PgBouncer in transaction
 -- mode.
@@ -209,6 +209,6 @@ END;
 $$;
 
 COMMENT ON FUNCTION fulltime_place(bigint, text, text, bigint, bigint, bigint, text, integer, integer) IS
-    'One placement in one transaction, in DESIGN.md''s order: claim the idempotency key, '
+    'One placement in one transaction, in docs/design.md''s order: claim the idempotency key, '
     'validate without locks, bet row, one exposure shard (the caller''s, or the emptiest other), ledger reservation and outbox row, '
     'and last the conditional balance update; the first result is stored on the key.';

@@ -1,4 +1,4 @@
--- Natural group commit for placement (DESIGN.md, "Placement pool"): the requests that queued in
+-- Natural group commit for placement (docs/design.md, "Parts"): the requests that queued in
 -- one placement actor's mailbox while its previous transaction ran are executed together, in
 -- one statement and so one transaction and one commit, each keeping its own outcome.
 --

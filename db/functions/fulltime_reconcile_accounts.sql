@@ -1,4 +1,4 @@
--- Reconciliation (DESIGN.md, "Money invariants": a scheduled reconciliation sums the ledger per
+-- Reconciliation (docs/design.md, "Invariants": a scheduled reconciliation sums the ledger per
 -- account and reports drift as an incident; it never silently corrects).
 --
 -- A run is a sequence of short transactions, each one call of a function below, driven by the
@@ -37,7 +37,7 @@
 -- mismatched transfer adds anything to those sums, so the contributions of the chunks (each read
 -- in its own statement) add up to the exact sums, never to a false imbalance; a transfer that
 -- commits behind a chunk already read is seen by the next run. Per-currency running totals
--- updated by every money movement would be a hot row (DESIGN.md forbids it), and a single
+-- updated by every money movement would be a hot row (docs/design.md forbids it), and a single
 -- statement over the whole ledger would hold one snapshot for as long as the scan lasts (it
 -- holds back vacuum of the hot tables); the chunked pass has neither cost.
 

@@ -1,7 +1,7 @@
 // The placement path end to end inside one process: the real gateway with the bets handlers,
 // real placement actors on a CAF runtime, real pools on a scratch database with the engine's
 // migrations, driven over WebSocket by the blocking test client. Every scenario ends with the
-// money invariants of DESIGN.md.
+// money invariants of docs/design.md.
 
 #include "fulltime/actors/placement.hpp"
 #include "fulltime/config/config.hpp"
@@ -67,7 +67,7 @@ public:
             {stake_min_minor, stake_max_minor, liability_limit_minor, shards});
     }
 
-    /// Checks DESIGN.md's money invariants (check_money_invariants) and the placement's own.
+    /// Checks docs/design.md's money invariants (check_money_invariants) and the placement's own.
     void check_invariants() const {
         check_money_invariants();
         CHECK_MESSAGE(scalar("SELECT count(*) FROM market_exposure WHERE liability > "

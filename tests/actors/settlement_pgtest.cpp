@@ -2,7 +2,7 @@
 // pools on a scratch database with the engine's migrations. Events are stored with the same SQL
 // function the feed calls (fulltime_record_result) and the service is notified as the feed
 // does; bets are placed with the placement's own function. Every scenario ends with the money
-// invariants of DESIGN.md (tests/support/invariants.hpp).
+// invariants of docs/design.md (tests/support/invariants.hpp).
 
 #include "fulltime/actors/settlement.hpp"
 #include "fulltime/config/config.hpp"

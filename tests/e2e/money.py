@@ -1,4 +1,4 @@
-"""DESIGN.md's money invariants, checked on a live database twice, independently: with this
+"""docs/design.md's money invariants, checked on a live database twice, independently: with this
 file's own plain SQL (no engine code), and with the operator's tool, `fulltime audit --json`
 (db/audit_statements.cpp, shared with the C++ pg tests). Both must pass; a bug in one cannot
 hide behind the other. Every end-to-end scenario calls assert_money_invariants at its end."""

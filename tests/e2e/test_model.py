@@ -1,5 +1,5 @@
 """The seeded model test (tests/e2e/model.py) for a few seeds, as CI runs it, and two fixed
-scenarios of DESIGN.md's refusal rules. FULLTIME_MODEL_SEEDS ("1 2 3") and FULLTIME_MODEL_OPS
+scenarios of docs/design.md's refusal rules. FULLTIME_MODEL_SEEDS ("1 2 3") and FULLTIME_MODEL_OPS
 (150) choose the seeds; `scripts/soak --seeds N` runs many more."""
 
 import os

@@ -1,7 +1,7 @@
 // The catalog feed and the operator API against the real schema: the gateway in-process on an
 // ephemeral port with real pools on a migrated scratch database, driven by the blocking test
 // client from this thread while the io_context runs on another. Every scenario ends by checking
-// DESIGN.md's money invariants.
+// docs/design.md's money invariants.
 
 #include "fulltime/config/config.hpp"
 #include "fulltime/core/token.hpp"
@@ -43,7 +43,7 @@ public:
 
     std::string metrics() const { return fulltime::test::http_get(port(), "/metrics").body; }
 
-    /// Checks DESIGN.md's money invariants on the whole database (check_money_invariants)
+    /// Checks docs/design.md's money invariants on the whole database (check_money_invariants)
     /// and that every market's shard rows add up to its limit.
     void check_money_invariants() const {
         fulltime::test::engine::check_money_invariants();
@@ -354,7 +354,7 @@ TEST_CASE("POST /v1/feed takes one message with a producer token") {
     r = post_feed(e.port(), json{{"type", "suspend"}, {"id", 9}, {"market_id", 100}}.dump());
     CHECK(r.status == 200);
     CHECK(json::parse(r.body) == json{{"type", "ack"}, {"id", 9}, {"market_id", 100}});
-    // DESIGN.md's feed messages carry no id: without one the ack has none either.
+    // docs/protocol-feed.md's feed messages carry no id: without one the ack has none either.
     r = post_feed(e.port(), json{{"type", "resume"}, {"market_id", 100}}.dump());
     CHECK(r.status == 200);
     CHECK(json::parse(r.body) == json{{"type", "ack"}, {"market_id", 100}});

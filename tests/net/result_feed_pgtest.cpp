@@ -1,6 +1,6 @@
 // The result-event intake of the feed against the real schema: `result`, `rollback_result`,
 // `cancel` and `rollback_cancel` on the /v1/feed WebSocket and on POST /v1/feed, stored in
-// result_events by fulltime_record_result (db/migrations/0005_settlement.sql) and acknowledged
+// result_events by fulltime_record_result (db/functions/fulltime_record_result.sql) and acknowledged
 // after the commit. The gateway runs in-process on an ephemeral port with real pools on a
 // migrated scratch database, driven by the blocking test client from this thread while the
 // io_context runs on another (the pattern of feed_wallet_pgtest.cpp).
@@ -181,7 +181,7 @@ TEST_CASE("a result over WebSocket is stored once and acknowledged and a resend 
     CHECK(e.events() == stored);
     CHECK(e.woken() == std::vector<std::int64_t>{100, 100, 100});
 
-    // Without an id the ack has none (DESIGN.md's feed messages carry none).
+    // Without an id the ack has none (docs/protocol-feed.md's feed messages carry none).
     json no_id = result;
     no_id.erase("id");
     CHECK(round_trip(c, no_id) == ack(nullptr, 100, 1, "ev-1", true));

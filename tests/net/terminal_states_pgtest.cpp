@@ -1,10 +1,10 @@
-// Money integrity, part B (db/migrations/0008_terminal_states.sql): reservation deadlines, the
+// Money integrity, part B (db/functions/fulltime_void_overdue.sql, fulltime_note_overdue.sql, fulltime_settle_plan.sql): reservation deadlines, the
 // overdue-reservation sweeper, the operator's void of overdue open bets, and the fixed codes of
 // terminal states. In-process: the gateway (feed, market routes) and the real settlement actors
 // on real pools over a migrated scratch database; producers' events go through POST /v1/feed,
 // the operator's void through POST /v1/markets/{id}/void-overdue or the SQL function the CLI
 // command calls. Every scenario compares every balance before and after the refused step and
-// ends with the money invariants of DESIGN.md.
+// ends with the money invariants of docs/design.md.
 
 #include "fulltime/actors/reservation_sweeper.hpp"
 #include "fulltime/actors/settlement.hpp"

@@ -183,7 +183,7 @@ public:
     /// Returns the effect in force of the bet with `key`: "<outcome> <payout>", "open", or
     /// "missing" when there is no such bet.
     std::string bet_state(const std::string& key) const;
-    /// Fails the test case once per broken money invariant of DESIGN.md
+    /// Fails the test case once per broken money invariant of docs/design.md
     /// (tests/support/invariants.hpp).
     void check_money_invariants() const;
 

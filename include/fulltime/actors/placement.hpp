@@ -1,5 +1,5 @@
 #pragma once
-/// The placement path's actors (DESIGN.md, "Placement"): a fixed pool of placement actors, each
+/// The placement path's actors (docs/design.md, "Placement"): a fixed pool of placement actors, each
 /// owning one connection of the `placement` db pool, and the background actor that purges
 /// expired idempotency keys.
 ///

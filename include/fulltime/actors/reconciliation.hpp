@@ -1,5 +1,5 @@
 #pragma once
-/// The reconciliation (DESIGN.md, "Money invariants": a scheduled reconciliation sums the ledger
+/// The reconciliation (docs/design.md, "Invariants": a scheduled reconciliation sums the ledger
 /// per account and reports drift as an incident; it never silently corrects).
 ///
 /// A run is two passes and an end, each step one short transaction on a connection of the

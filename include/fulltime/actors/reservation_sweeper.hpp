@@ -1,5 +1,5 @@
 #pragma once
-/// The reservation-deadline sweeper (DESIGN.md: "A reservation whose settlement never comes has
+/// The reservation-deadline sweeper (docs/design.md: "A reservation whose settlement never comes has
 /// an owner and a deadline"). A reservation is an open bet: a bet with no settlement effect in
 /// force. Its owner is its market, its deadline the market's (fulltime_reservation_deadline in
 /// db/migrations/0008_terminal_states.sql: settle_deadline_at + reservations.grace_s, or

@@ -1,5 +1,5 @@
 #pragma once
-/// The settlement path's actors (DESIGN.md, "Settlement"): a coordinator and one market actor
+/// The settlement path's actors (docs/design.md, "Settlement"): a coordinator and one market actor
 /// per market with events to apply.
 ///
 /// Shape. The coordinator owns the map of market actors and the `settlement.batches_in_flight`

@@ -1,5 +1,5 @@
 #pragma once
-/// The bet client's half of wire protocol v1 (DESIGN.md, "Bet clients") as pure functions:
+/// The bet client's half of wire protocol v1 (docs/protocol.md) as pure functions:
 /// parsing and validating `place`, `balance` and `bets` messages into typed requests, reading
 /// the stored result of a placement, and rendering every reply. No socket, no database, no
 /// actor: everything here is unit-tested on its own (tests/core/bets_protocol_test.cpp).
@@ -120,7 +120,7 @@ struct place_result {
     /// false for busy, failed and idempotency_key_reused, which are never stored.
     bool stored = false;
     placed_bet bet;
-    std::string code;     ///< refusal code (DESIGN.md's list)
+    std::string code;     ///< refusal code (docs/protocol.md's list)
     std::string message;  ///< refusal message, decimals as strings
 };
 

@@ -1,6 +1,5 @@
 #pragma once
-/// Parsing and validation of the messages of the result feed (DESIGN.md "Result-feed
-/// producers"): the catalog messages (`market`, `odds`, `suspend`, `resume`) and the result
+/// Parsing and validation of the messages of the result feed (docs/protocol-feed.md): the catalog messages (`market`, `odds`, `suspend`, `resume`) and the result
 /// events (`result`, `rollback_result`, `cancel`, `rollback_cancel`), and of the operator API's
 /// bodies (create account, deposit, withdrawal). Pure functions: no database, no sockets, so
 /// every rule is unit-tested on its own.

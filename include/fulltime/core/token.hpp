@@ -1,5 +1,5 @@
 #pragma once
-/// HMAC-SHA256 signed bearer tokens (DESIGN.md, "Tokens").
+/// HMAC-SHA256 signed bearer tokens (docs/protocol.md, "Tokens").
 ///
 /// Text form: "ft1.<payload>.<signature>", both parts unpadded base64url. The payload is compact
 /// JSON: {"k":"account","a":42,"e":1767225600} for a bet client, {"k":"producer","p":"feed-1",

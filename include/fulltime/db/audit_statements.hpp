@@ -1,5 +1,5 @@
 #pragma once
-/// DESIGN.md's money invariants as SQL, defined once: `fulltime audit` checks them on a live
+/// docs/design.md's money invariants as SQL, defined once: `fulltime audit` checks them on a live
 /// database, and the tests' invariant checker (tests/support/invariants.cpp, and through the
 /// binary tests/e2e/money.py) runs the same statements. docs/schema.md lists them.
 ///

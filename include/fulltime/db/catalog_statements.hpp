@@ -1,6 +1,6 @@
 #pragma once
 /// The catalog written by the feed: events, markets, selections, odds, status and the market's
-/// exposure shard rows (DESIGN.md "Result-feed producers"; the update rules are in
+/// exposure shard rows (docs/protocol-feed.md; the update rules are in
 /// docs/protocol-feed.md). Each message is one short transaction.
 
 #include "fulltime/config/config.hpp"

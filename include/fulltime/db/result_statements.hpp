@@ -1,6 +1,6 @@
 #pragma once
 /// The result-event intake: a producer's `result`, `rollback_result`, `cancel` or
-/// `rollback_cancel` stored in result_events exactly once (DESIGN.md "Settlement"; the rules are
+/// `rollback_cancel` stored in result_events exactly once (docs/design.md "Settlement"; the rules are
 /// in db/functions/fulltime_record_result.sql and docs/protocol-feed.md). Each message is one
 /// short transaction, acknowledged only after it committed. Also the listing of a market's
 /// stored events for its producer.

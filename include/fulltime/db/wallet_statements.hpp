@@ -1,5 +1,5 @@
 #pragma once
-/// The wallet around the book: accounts, keyed deposits and withdrawals (DESIGN.md, "Operator
+/// The wallet around the book: accounts, keyed deposits and withdrawals (docs/design.md, "Operator
 /// HTTP API"). Each money movement is one ledger transfer plus the balance row update, in one
 /// short transaction, balance row last (docs/protocol-feed.md explains the exactly-once rules).
 

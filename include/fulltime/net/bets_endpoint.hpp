@@ -1,5 +1,5 @@
 #pragma once
-/// The /v1/bets message handlers (DESIGN.md, "Bet clients"): `place` is validated without the
+/// The /v1/bets message handlers (docs/protocol.md): `place` is validated without the
 /// database, fingerprinted and handed to a placement actor; `balance` and `bets` are answered
 /// from the `read` pool (the primary, for now). The token's account is the only account a
 /// session acts on.

@@ -1,6 +1,6 @@
 #pragma once
 /// GET /v1/diagnostics (admin token): what an operator reads at the peak to name the mechanism
-/// behind slow placements (DESIGN.md, "Observability at the peak"), as one JSON document: the
+/// behind slow placements (docs/design.md, "Observability at the peak"), as one JSON document: the
 /// settlement backlog per market (events stored but not applied, and the oldest one's age), the
 /// engine's pools, and the database's lock waiters, oldest transaction and idle-in-transaction
 /// sessions, and the hot tables' dead tuples. Read from the primary on the background pool;

@@ -2,7 +2,7 @@
 /// The operator's view of the reconciliation (admin token, docs/protocol-feed.md):
 /// POST /v1/reconcile runs a reconciliation now and answers with its summary when it ends;
 /// GET /v1/incidents lists incidents of every kind (?status=open|resolved|all, ?kind=,
-/// ?account_id=, ?limit=), read on the `read` pool (DESIGN.md promise 4).
+/// ?account_id=, ?limit=), read on the `read` pool (docs/design.md promise 4).
 
 #include "fulltime/net/http_route.hpp"
 

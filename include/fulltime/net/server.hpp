@@ -1,6 +1,6 @@
 #pragma once
 /// The gateway: one port serving HTTP (health, readiness, metrics, routes added by features) and
-/// the WebSocket endpoints /v1/bets and /v1/feed (DESIGN.md, "Wire protocol v1").
+/// the WebSocket endpoints /v1/bets and /v1/feed (docs/protocol.md).
 ///
 /// Beast stays out of this header: the server is a handle on state shared with its sessions.
 /// Everything runs on one io_context; each connection runs on its own strand of it.

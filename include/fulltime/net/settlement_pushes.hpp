@@ -1,6 +1,6 @@
 #pragma once
 /// Pushes `bet_settled` to the bettor's open /v1/bets sessions after the settlement committed:
-/// a loop on the io_context reads the outbox in commit order (DESIGN.md's outbox: rows of
+/// a loop on the io_context reads the outbox in commit order (docs/design.md's outbox: rows of
 /// finished transactions only, by (xact_id, outbox_id)) and hands each settlement to the
 /// connection registry. Pushes are notifications, not the record: the cursor lives in memory and
 /// starts at the outbox's tail, so a bettor who was not connected reads the result with a `bets`
