@@ -130,9 +130,8 @@ asio::awaitable<bets::place_result> placement_service::place(bets::place_request
 
 asio::awaitable<std::optional<std::int64_t>> placement_service::purge_now() {
     std::shared_ptr<impl> st = impl_;
-    auto reply =
-        co_await ask<std::int64_t>(*st->system, st->purger, st->request_timeout,
-                                          detail::purge_atom::value);
+    auto reply = co_await ask<std::int64_t>(*st->system, st->purger, st->request_timeout,
+                                            detail::purge_atom::value);
     if (!reply) {
         co_return std::nullopt;
     }

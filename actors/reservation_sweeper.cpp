@@ -87,9 +87,9 @@ asio::awaitable<sweep_report> sweep_reservations(db::pool& pool, reservation_set
             if (!conn) {
                 co_return fail("no background connection: " + db::describe(conn.error()));
             }
-            auto read = co_await db::read_sweep_page(**conn, after_market,
-                                                     limits::sweep_markets_per_page,
-                                                     settings.grace_s, settings.default_deadline_s);
+            auto read =
+                co_await db::read_sweep_page(**conn, after_market, limits::sweep_markets_per_page,
+                                             settings.grace_s, settings.default_deadline_s);
             if (!read) {
                 co_return fail("reading markets: " + db::describe(read.error()));
             }
@@ -187,9 +187,8 @@ using sweeper_actor = caf::stateful_actor<sweeper_state>;
 
 void start_sweep(sweeper_actor* self) {
     const auto& s = self->state.settings;
-    detail::run_on_io<swept_atom>(self, s.io, [s] {
-        return sweep_reservations(*s.pool, s.reservations, s.memory);
-    });
+    detail::run_on_io<swept_atom>(
+        self, s.io, [s] { return sweep_reservations(*s.pool, s.reservations, s.memory); });
 }
 
 caf::behavior sweeper_behavior(sweeper_actor* self, sweeper_settings settings) {

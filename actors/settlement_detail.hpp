@@ -18,8 +18,8 @@ namespace fulltime::actors::detail {
 
 /// Holds what a step needs: pools and settings. Touched on the io_context only.
 struct settlement_worker {
-    db::pool* settlement = nullptr;  ///< steps
-    db::pool* background = nullptr;  ///< backlog scans
+    db::pool* settlement = nullptr;   ///< steps
+    db::pool* background = nullptr;   ///< backlog scans
     std::int64_t batch_bets_max = 0;  ///< bets one step settles at most (settlement.batch_bets_max)
     std::int64_t lock_timeout_ms = 0;
     std::chrono::milliseconds query_timeout{0};
@@ -40,7 +40,8 @@ struct step_result {
     std::chrono::microseconds elapsed{0};  ///< the step's transaction, as the engine saw it
     std::string error;                     ///< why a failed step failed
     /// For a finished event: the bets it skipped per terminal-state code, and its refusal
-    /// code when it moved nothing because of them (result_events.skipped, .refusal; db/functions/fulltime_settle_finish.sql).
+    /// code when it moved nothing because of them (result_events.skipped, .refusal;
+    /// db/functions/fulltime_settle_finish.sql).
     std::vector<std::pair<std::string, std::int64_t>> skipped;
     std::string refusal;
 };

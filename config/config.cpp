@@ -89,8 +89,7 @@ std::int64_t parse_env_integer(const std::string& name, const std::string& text)
 
 // Applies FULLTIME_* variables to the leaves of `base` (whose shape is the defaults').
 void apply_environment(json& base, const std::string& prefix,
-                       const std::map<std::string, std::string>& env,
-                       std::set<std::string>& used) {
+                       const std::map<std::string, std::string>& env, std::set<std::string>& used) {
     for (auto& [key, value] : base.items()) {
         if (is_comment(key)) {
             continue;
@@ -298,7 +297,8 @@ config load_config(const std::optional<std::string>& path,
              std::to_string(d.placement.size_max) + "): each actor owns one connection");
     }
     p.lock_timeout_ms = r.timeout_ms("placement.lock_timeout_ms");
-    p.lock_retries_max = r.size("placement.lock_retries_max", 0, limits::placement_lock_retries_max);
+    p.lock_retries_max =
+        r.size("placement.lock_retries_max", 0, limits::placement_lock_retries_max);
     p.idempotency_retention_s =
         r.integer("placement.idempotency_retention_s", 60, limits::idempotency_retention_s_max);
     p.purge_batch_max = r.size("placement.purge_batch_max", 1, limits::purge_batch_keys_max);
@@ -306,8 +306,7 @@ config load_config(const std::optional<std::string>& path,
     p.purge_lock_timeout_ms = r.timeout_ms("placement.purge_lock_timeout_ms");
 
     auto& st = c.settlement;
-    st.batch_bets_max =
-        r.size("settlement.batch_bets_max", 1, limits::settlement_batch_bets_max);
+    st.batch_bets_max = r.size("settlement.batch_bets_max", 1, limits::settlement_batch_bets_max);
     // 0: one batch per settlement connection.
     st.batches_in_flight = r.size("settlement.batches_in_flight", 0, limits::pool_size_max);
     if (st.batches_in_flight == 0) {
@@ -339,8 +338,7 @@ config load_config(const std::optional<std::string>& path,
 
     auto& rc = c.reconcile;
     rc.interval_ms = r.integer("reconcile.interval_ms", 0, limits::reconcile_interval_ms_max);
-    rc.chunk_accounts =
-        r.size("reconcile.chunk_accounts", 1, limits::reconcile_chunk_accounts_max);
+    rc.chunk_accounts = r.size("reconcile.chunk_accounts", 1, limits::reconcile_chunk_accounts_max);
     rc.chunk_transfers =
         r.size("reconcile.chunk_transfers", 1, limits::reconcile_chunk_transfers_max);
     rc.chunk_pause_ms = r.integer("reconcile.chunk_pause_ms", 0, limits::timeout_ms_max);

@@ -20,8 +20,8 @@ request_error invalid(std::string message) { return request_error{std::move(mess
 const std::string own_account_only = "a bet-client token acts on its own account only";
 
 // Refuses any field not in `allowed`: see the header for why unknown fields are not ignored.
-std::optional<request_error> refuse_unknown_fields(const json& message,
-                                                   std::initializer_list<std::string_view> allowed) {
+std::optional<request_error> refuse_unknown_fields(
+    const json& message, std::initializer_list<std::string_view> allowed) {
     for (const auto& [name, value] : message.items()) {
         bool known = false;
         for (auto a : allowed) {

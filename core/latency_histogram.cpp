@@ -42,8 +42,7 @@ std::int64_t latency_histogram::quantile_us(double q) const noexcept {
     if (total == 0) {
         return 0;
     }
-    const auto rank =
-        static_cast<std::uint64_t>(std::ceil(q * static_cast<double>(total)));
+    const auto rank = static_cast<std::uint64_t>(std::ceil(q * static_cast<double>(total)));
     std::uint64_t seen = 0;
     for (std::size_t i = 0; i < bounds_us.size(); ++i) {
         seen += snapshot[i];
@@ -62,7 +61,8 @@ void latency_histogram::render(std::string& out, std::string_view name,
     for (std::size_t i = 0; i < bounds_us.size(); ++i) {
         cumulative += buckets_[i].load(std::memory_order_relaxed);
         const bool last = i + 1 == bounds_us.size();
-        append_sample(out, base + "_bucket", label("le", last ? "+Inf" : seconds_text(bounds_us[i])),
+        append_sample(out, base + "_bucket",
+                      label("le", last ? "+Inf" : seconds_text(bounds_us[i])),
                       std::to_string(cumulative));
     }
     append_sample(out, base + "_sum", {}, seconds_text(sum_us_.load(std::memory_order_relaxed)));

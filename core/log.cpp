@@ -1,11 +1,11 @@
 #include "fulltime/core/log.hpp"
 
+#include <unistd.h>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <ctime>
 #include <string>
-#include <unistd.h>
 
 namespace fulltime::log {
 
@@ -48,8 +48,8 @@ void write(level l, std::string_view message) {
     }
     const auto now = std::chrono::system_clock::now();
     const std::time_t secs = std::chrono::system_clock::to_time_t(now);
-    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()) %
-                    1000;
+    const auto ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()) % 1000;
     std::tm tm{};
     gmtime_r(&secs, &tm);
     char stamp[64];

@@ -160,8 +160,8 @@ std::string selections_json(const feed::market_message& m) {
 // market (checked after the upsert, so two markets claiming one id at once are caught too).
 // Returns the refusal when one does; the caller rolls the message back.
 asio::awaitable<outcome<std::optional<catalog_result>>> apply_selections(std::int64_t market_id,
-                                                                          std::string selections,
-                                                                          connection& conn) {
+                                                                         std::string selections,
+                                                                         connection& conn) {
     auto upserted = co_await conn.query(upsert_selections_sql, params{market_id, selections});
     if (!upserted) {
         co_return upserted.error();
@@ -171,10 +171,9 @@ asio::awaitable<outcome<std::optional<catalog_result>>> apply_selections(std::in
         co_return foreign.error();
     }
     if (foreign->rows() > 0) {
-        co_return refusal(catalog_status::conflict, "selection " +
-                                                        std::string(foreign->text(0, 0)) +
-                                                        " belongs to market " +
-                                                        std::string(foreign->text(0, 1)));
+        co_return refusal(catalog_status::conflict,
+                          "selection " + std::string(foreign->text(0, 0)) + " belongs to market " +
+                              std::string(foreign->text(0, 1)));
     }
     co_return std::optional<catalog_result>{};
 }

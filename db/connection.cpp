@@ -119,9 +119,9 @@ struct connection::impl {
         finish();
         switch (status) {
             case wait_status::timed_out:
-                return detail::make_failure(errc::deadline_exceeded,
-                                            "no reply within " + std::to_string(timeout.count()) +
-                                                " ms");
+                return detail::make_failure(
+                    errc::deadline_exceeded,
+                    "no reply within " + std::to_string(timeout.count()) + " ms");
             case wait_status::cancelled:
                 return detail::make_failure(errc::deadline_exceeded, "round trip cancelled");
             default:
@@ -151,8 +151,8 @@ struct connection::impl {
             }
             // Waiting for write-readiness alone is enough: when a send would block, libpq reads
             // whatever the server sent meanwhile, so the two sides cannot block each other.
-            const auto status = co_await wait_socket(asio::posix::descriptor_base::wait_write,
-                                                     deadline);
+            const auto status =
+                co_await wait_socket(asio::posix::descriptor_base::wait_write, deadline);
             if (status != wait_status::ready) {
                 co_return fail_wait(status, timeout);
             }
@@ -162,8 +162,8 @@ struct connection::impl {
         result last;
         for (;;) {
             while (PQisBusy(conn_) != 0) {
-                const auto status = co_await wait_socket(asio::posix::descriptor_base::wait_read,
-                                                         deadline);
+                const auto status =
+                    co_await wait_socket(asio::posix::descriptor_base::wait_read, deadline);
                 if (status != wait_status::ready) {
                     co_return fail_wait(status, timeout);
                 }
@@ -218,8 +218,8 @@ struct connection::impl {
 };
 
 asio::awaitable<outcome<std::unique_ptr<connection>>> connection::open(
-    asio::any_io_executor executor, std::string conninfo,
-    std::chrono::milliseconds connect_timeout, std::chrono::milliseconds query_timeout) {
+    asio::any_io_executor executor, std::string conninfo, std::chrono::milliseconds connect_timeout,
+    std::chrono::milliseconds query_timeout) {
     auto state = std::make_unique<impl>(executor);
     state->query_timeout_ = query_timeout;
 
@@ -254,9 +254,9 @@ asio::awaitable<outcome<std::unique_ptr<connection>>> connection::open(
                                             : asio::posix::descriptor_base::wait_write,
             deadline);
         if (status == wait_status::timed_out) {
-            co_return detail::make_failure(errc::connect_failed,
-                                           "no connection within " +
-                                               std::to_string(connect_timeout.count()) + " ms");
+            co_return detail::make_failure(
+                errc::connect_failed,
+                "no connection within " + std::to_string(connect_timeout.count()) + " ms");
         }
         if (status != wait_status::ready) {
             co_return detail::make_failure(errc::connect_failed, "socket wait failed");
@@ -300,9 +300,8 @@ asio::awaitable<outcome<result>> connection::query(std::string sql, params args,
         // libpq takes parameters as C strings: an embedded NUL would silently cut the value
         // short, so such a value is refused rather than stored altered.
         if (v && std::memchr(v->data(), '\0', v->size()) != nullptr) {
-            co_return detail::make_failure(errc::bad_result,
-                                           "parameter $" + std::to_string(i + 1) +
-                                               " contains a NUL byte");
+            co_return detail::make_failure(
+                errc::bad_result, "parameter $" + std::to_string(i + 1) + " contains a NUL byte");
         }
         values.push_back(v ? v->c_str() : nullptr);
     }

@@ -8,21 +8,36 @@ namespace fulltime::db {
 
 std::string_view to_string(errc code) noexcept {
     switch (code) {
-        case errc::connection_lost: return "connection_lost";
-        case errc::connect_failed: return "connect_failed";
-        case errc::lock_timeout: return "lock_timeout";
-        case errc::statement_timeout: return "statement_timeout";
-        case errc::unique_violation: return "unique_violation";
-        case errc::check_violation: return "check_violation";
-        case errc::foreign_key_violation: return "foreign_key_violation";
-        case errc::serialization_failure: return "serialization_failure";
-        case errc::deadlock: return "deadlock";
-        case errc::deadline_exceeded: return "deadline_exceeded";
-        case errc::pool_timeout: return "pool_timeout";
-        case errc::pool_queue_full: return "pool_queue_full";
-        case errc::pool_closed: return "pool_closed";
-        case errc::bad_result: return "bad_result";
-        case errc::server_error: return "server_error";
+        case errc::connection_lost:
+            return "connection_lost";
+        case errc::connect_failed:
+            return "connect_failed";
+        case errc::lock_timeout:
+            return "lock_timeout";
+        case errc::statement_timeout:
+            return "statement_timeout";
+        case errc::unique_violation:
+            return "unique_violation";
+        case errc::check_violation:
+            return "check_violation";
+        case errc::foreign_key_violation:
+            return "foreign_key_violation";
+        case errc::serialization_failure:
+            return "serialization_failure";
+        case errc::deadlock:
+            return "deadlock";
+        case errc::deadline_exceeded:
+            return "deadline_exceeded";
+        case errc::pool_timeout:
+            return "pool_timeout";
+        case errc::pool_queue_full:
+            return "pool_queue_full";
+        case errc::pool_closed:
+            return "pool_closed";
+        case errc::bad_result:
+            return "bad_result";
+        case errc::server_error:
+            return "server_error";
     }
     return "unknown";
 }
@@ -152,9 +167,8 @@ outcome<void> check_result(PGconn* conn, const PGresult* res) {
         default:
             // COPY and pipeline states: this layer never starts them, so a statement that did
             // (COPY ... FROM STDIN) is a programmer error.
-            return make_failure(errc::bad_result,
-                                std::string("unsupported result status ") +
-                                    PQresStatus(PQresultStatus(res)));
+            return make_failure(errc::bad_result, std::string("unsupported result status ") +
+                                                      PQresStatus(PQresultStatus(res)));
     }
 }
 

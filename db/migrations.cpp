@@ -67,8 +67,8 @@ std::string sha256_hex(std::string_view text) {
 // them was migrated before the baseline: it has the tables the baseline would create, and must
 // be recreated, not migrated.
 constexpr std::array<std::string_view, 8> pre_baseline_migrations = {
-    "0001_schema.sql",     "0002_placement.sql", "0003_group_commit.sql",
-    "0004_shard_hint.sql", "0005_settlement.sql", "0006_incidents.sql",
+    "0001_schema.sql",         "0002_placement.sql",      "0003_group_commit.sql",
+    "0004_shard_hint.sql",     "0005_settlement.sql",     "0006_incidents.sql",
     "0007_reconciliation.sql", "0008_terminal_states.sql"};
 constexpr std::string_view baseline_date = "2026-12-01";
 
@@ -93,18 +93,18 @@ struct functions_step {
 asio::awaitable<outcome<void>> lock_and_prepare(connection& conn) {
     // The lock comes first: CREATE TABLE IF NOT EXISTS is itself not safe against a concurrent
     // creator (it can fail with a unique violation on the catalog).
-    if (auto locked = co_await conn.query("SELECT pg_advisory_xact_lock($1)",
-                                          params{migration_lock_key});
+    if (auto locked =
+            co_await conn.query("SELECT pg_advisory_xact_lock($1)", params{migration_lock_key});
         !locked) {
         co_return locked.error();
     }
-    if (auto created = co_await conn.execute_script(
-            "CREATE TABLE IF NOT EXISTS fulltime_schema_migrations ("
-            "name text PRIMARY KEY, checksum text NOT NULL, "
-            "applied_at timestamptz NOT NULL DEFAULT now());"
-            "CREATE TABLE IF NOT EXISTS fulltime_schema_functions ("
-            "name text PRIMARY KEY, checksum text NOT NULL, "
-            "applied_at timestamptz NOT NULL DEFAULT now())");
+    if (auto created =
+            co_await conn.execute_script("CREATE TABLE IF NOT EXISTS fulltime_schema_migrations ("
+                                         "name text PRIMARY KEY, checksum text NOT NULL, "
+                                         "applied_at timestamptz NOT NULL DEFAULT now());"
+                                         "CREATE TABLE IF NOT EXISTS fulltime_schema_functions ("
+                                         "name text PRIMARY KEY, checksum text NOT NULL, "
+                                         "applied_at timestamptz NOT NULL DEFAULT now())");
         !created) {
         co_return created.error();
     }
@@ -157,8 +157,7 @@ asio::awaitable<outcome<step>> apply_one(std::string name, std::string sql, std:
         }
         if (*found != checksum) {
             co_return detail::make_failure(
-                errc::bad_result, "migration " + name +
-                                      " was applied with checksum " + *found +
+                errc::bad_result, "migration " + name + " was applied with checksum " + *found +
                                       " but the file now has " + checksum +
                                       "; an applied migration must never be edited");
         }
@@ -177,8 +176,7 @@ asio::awaitable<outcome<step>> apply_one(std::string name, std::string sql, std:
     }
     // The migration may have dropped a function (to change its signature): every function file
     // is applied again by the next function phase.
-    if (auto forgotten = co_await conn.query("DELETE FROM fulltime_schema_functions");
-        !forgotten) {
+    if (auto forgotten = co_await conn.query("DELETE FROM fulltime_schema_functions"); !forgotten) {
         co_return forgotten.error();
     }
     co_return step::applied;
@@ -238,8 +236,8 @@ std::vector<resources::migration_source> sorted_by_name(
 /// Reads name -> checksum of one bookkeeping table, or nothing when the table does not exist.
 asio::awaitable<outcome<std::optional<std::map<std::string, std::string, std::less<>>>>>
 read_recorded(connection& conn, std::string_view table) {
-    auto exists = co_await conn.query("SELECT to_regclass($1) IS NOT NULL",
-                                      params{std::string{table}});
+    auto exists =
+        co_await conn.query("SELECT to_regclass($1) IS NOT NULL", params{std::string{table}});
     if (!exists) {
         co_return exists.error();
     }
@@ -272,10 +270,10 @@ asio::awaitable<outcome<migration_report>> migrate(
     connection& conn, std::vector<resources::migration_source> migrations) {
     migration_report report;
     for (const auto& m : sorted_by_name(migrations, resources::source_kind::migration)) {
-        auto stepped = co_await in_transaction(
-            conn, transaction_options{},
-            std::bind_front(&apply_one, std::string{m.name}, std::string{m.sql},
-                            sha256_hex(m.sql)));
+        auto stepped =
+            co_await in_transaction(conn, transaction_options{},
+                                    std::bind_front(&apply_one, std::string{m.name},
+                                                    std::string{m.sql}, sha256_hex(m.sql)));
         if (!stepped) {
             co_return stepped.error();
         }

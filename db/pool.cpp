@@ -231,8 +231,9 @@ asio::awaitable<outcome<pooled_connection>> pool_state::acquire(std::shared_ptr<
     pool_state& s = *self;
     // The pool is single-threaded: callers run on its executor or on a strand of the same
     // single-threaded io_context (the gateway's sessions), so compare execution contexts.
-    FULLTIME_DEBUG_ASSERT(&asio::query(co_await asio::this_coro::executor, asio::execution::context) ==
-                          &asio::query(s.executor_, asio::execution::context));
+    FULLTIME_DEBUG_ASSERT(
+        &asio::query(co_await asio::this_coro::executor, asio::execution::context) ==
+        &asio::query(s.executor_, asio::execution::context));
     if (s.closed_) {
         co_return make_failure(errc::pool_closed, "pool " + s.name_ + " is closed");
     }
@@ -245,9 +246,9 @@ asio::awaitable<outcome<pooled_connection>> pool_state::acquire(std::shared_ptr<
     }
     if (s.waiters_.size() >= s.settings_.queue_max) {
         s.rejected_total_.fetch_add(1, std::memory_order_relaxed);
-        co_return make_failure(errc::pool_queue_full,
-                               "pool " + s.name_ + ": " + std::to_string(s.waiters_.size()) +
-                                   " waiters already queued");
+        co_return make_failure(errc::pool_queue_full, "pool " + s.name_ + ": " +
+                                                          std::to_string(s.waiters_.size()) +
+                                                          " waiters already queued");
     }
 
     const auto started = clock_type::now();
@@ -276,9 +277,8 @@ asio::awaitable<outcome<pooled_connection>> pool_state::acquire(std::shared_ptr<
         s.publish();
     }
     s.timeouts_total_.fetch_add(1, std::memory_order_relaxed);
-    co_return make_failure(errc::pool_timeout,
-                           "pool " + s.name_ + ": no connection within " +
-                               std::to_string(s.settings_.wait_ms_max) + " ms");
+    co_return make_failure(errc::pool_timeout, "pool " + s.name_ + ": no connection within " +
+                                                   std::to_string(s.settings_.wait_ms_max) + " ms");
 }
 
 asio::awaitable<void> pool_state::open_one(std::shared_ptr<pool_state> self) {
@@ -326,7 +326,8 @@ void pooled_connection::release() noexcept {
     owner_.reset();
 }
 
-// --- pool -----------------------------------------------------------------------------------------
+// --- pool
+// -----------------------------------------------------------------------------------------
 
 pool::pool(asio::any_io_executor executor, std::string name, std::string conninfo,
            pool_settings settings, std::chrono::milliseconds connect_timeout,
@@ -368,7 +369,8 @@ const std::string& pool::name() const noexcept { return state_->name_; }
 
 void pool::close() { state_->close(); }
 
-// --- pools ----------------------------------------------------------------------------------------
+// --- pools
+// ----------------------------------------------------------------------------------------
 
 pools pools::make(asio::any_io_executor executor, const database_settings& settings,
                   const std::string& primary_conninfo, const std::string& read_conninfo) {
@@ -383,8 +385,8 @@ pools pools::make(asio::any_io_executor executor, const database_settings& setti
                                            settings.placement, connect_timeout, query_timeout);
     out.settlement = std::make_unique<pool>(executor, "settlement", primary_conninfo,
                                             settings.settlement, connect_timeout, query_timeout);
-    out.read = std::make_unique<pool>(executor, "read", read_target, settings.read,
-                                      connect_timeout, query_timeout);
+    out.read = std::make_unique<pool>(executor, "read", read_target, settings.read, connect_timeout,
+                                      query_timeout);
     out.background = std::make_unique<pool>(executor, "background", primary_conninfo,
                                             settings.background, connect_timeout, query_timeout);
     return out;

@@ -46,10 +46,10 @@ template <class T>
 struct is_optional<std::optional<T>> : std::true_type {};
 
 failure parse_failure(std::string_view type, std::string_view text, int row, int col) {
-    return detail::make_failure(errc::bad_result,
-                                "cannot read '" + std::string{text.substr(0, 64)} + "' as " +
-                                    std::string{type} + " at row " + std::to_string(row) +
-                                    ", column " + std::to_string(col));
+    return detail::make_failure(
+        errc::bad_result, "cannot read '" + std::string{text.substr(0, 64)} + "' as " +
+                              std::string{type} + " at row " + std::to_string(row) + ", column " +
+                              std::to_string(col));
 }
 
 template <class T>
@@ -83,11 +83,10 @@ outcome<T> parse(std::string_view text, int row, int col) {
 template <class T>
 outcome<T> result::get(int row, int col) const {
     if (!res_ || row < 0 || col < 0 || row >= rows() || col >= columns()) {
-        return detail::make_failure(errc::bad_result,
-                                    "no value at row " + std::to_string(row) + ", column " +
-                                        std::to_string(col) + " (result has " +
-                                        std::to_string(rows()) + " rows, " +
-                                        std::to_string(columns()) + " columns)");
+        return detail::make_failure(
+            errc::bad_result, "no value at row " + std::to_string(row) + ", column " +
+                                  std::to_string(col) + " (result has " + std::to_string(rows()) +
+                                  " rows, " + std::to_string(columns()) + " columns)");
     }
     if constexpr (is_optional<T>::value) {
         using value_type = typename T::value_type;
@@ -101,9 +100,9 @@ outcome<T> result::get(int row, int col) const {
         return T{std::move(*v)};
     } else {
         if (is_null(row, col)) {
-            return detail::make_failure(errc::bad_result,
-                                        "unexpected NULL at row " + std::to_string(row) +
-                                            ", column " + std::to_string(col));
+            return detail::make_failure(errc::bad_result, "unexpected NULL at row " +
+                                                              std::to_string(row) + ", column " +
+                                                              std::to_string(col));
         }
         return parse<T>(text(row, col), row, col);
     }
@@ -115,13 +114,13 @@ template outcome<bool> result::get<bool>(int, int) const;
 template outcome<std::string> result::get<std::string>(int, int) const;
 template outcome<std::string_view> result::get<std::string_view>(int, int) const;
 template outcome<std::optional<std::int64_t>> result::get<std::optional<std::int64_t>>(int,
-                                                                                      int) const;
+                                                                                       int) const;
 template outcome<std::optional<std::int32_t>> result::get<std::optional<std::int32_t>>(int,
-                                                                                      int) const;
+                                                                                       int) const;
 template outcome<std::optional<bool>> result::get<std::optional<bool>>(int, int) const;
 template outcome<std::optional<std::string>> result::get<std::optional<std::string>>(int,
-                                                                                    int) const;
-template outcome<std::optional<std::string_view>>
-result::get<std::optional<std::string_view>>(int, int) const;
+                                                                                     int) const;
+template outcome<std::optional<std::string_view>> result::get<std::optional<std::string_view>>(
+    int, int) const;
 
 }  // namespace fulltime::db

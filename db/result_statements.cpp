@@ -130,8 +130,8 @@ asio::awaitable<outcome<result_event_record>> record_result_event(
 }
 
 asio::awaitable<outcome<std::string>> list_result_events_json(connection& conn,
-                                                             std::int64_t market_id,
-                                                             std::int64_t limit) {
+                                                              std::int64_t market_id,
+                                                              std::int64_t limit) {
     auto rows = co_await conn.query(list_events_sql, params(market_id, limit));
     if (!rows) {
         co_return rows.error();

@@ -24,8 +24,8 @@ constexpr const char* backlog_sql =
     "ON e.market_id = p.market_id AND e.seq > p.applied_seq "
     "GROUP BY e.market_id ORDER BY min(e.received_at)";
 
-// What a finished event skipped and whether it was refused as a whole (fulltime_settle_finish). Read once per
-// event, after the step that finished it, on the same connection.
+// What a finished event skipped and whether it was refused as a whole (fulltime_settle_finish).
+// Read once per event, after the step that finished it, on the same connection.
 constexpr const char* outcome_sql =
     "SELECT coalesce(skipped, '{}'::jsonb)::text, coalesce(refusal, '') FROM result_events "
     "WHERE market_id = $1::bigint AND seq = $2::integer";

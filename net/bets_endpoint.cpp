@@ -60,8 +60,7 @@ asio::awaitable<json> handle_balance(bets_endpoint_services s, std::int64_t acco
     co_return bets::render_balance(id_of(message), **balance);
 }
 
-asio::awaitable<json> handle_bets(bets_endpoint_services s, std::int64_t account_id,
-                                  json message) {
+asio::awaitable<json> handle_bets(bets_endpoint_services s, std::int64_t account_id, json message) {
     auto request = bets::parse_bets(message, account_id);
     if (!request) {
         co_return bets::render_invalid(id_of(message), request.error().message);

@@ -1,9 +1,9 @@
 // The built-in routes: liveness, readiness and metrics. No Beast here: handlers see only the
 // gateway's own request and response types.
 
+#include "fulltime/core/log.hpp"
 #include "fulltime/db/migrations.hpp"
 #include "fulltime/db/pool.hpp"
-#include "fulltime/core/log.hpp"
 #include "fulltime/limits.hpp"
 #include "net/server_state.hpp"
 

@@ -61,8 +61,7 @@ asio::awaitable<http_response> get_diagnostics(db::pools* pools) {
     auto terminal = json::parse(*refusals, nullptr, false);
     body["settlement"]["refused_events"] = terminal["refused_events"];
     body["settlement"]["skipped_last_day"] = terminal["skipped_last_day"];
-    body["reservations"] = {
-        {"overdue_incidents_open", terminal["overdue_reservation_incidents"]}};
+    body["reservations"] = {{"overdue_incidents_open", terminal["overdue_reservation_incidents"]}};
     body["database"] = json::parse(*database, nullptr, false);
     http_response r;
     r.body = body.dump();

@@ -1,8 +1,8 @@
 #include "net/http_session.hpp"
 
+#include "fulltime/core/log.hpp"
 #include "fulltime/limits.hpp"
 #include "net/authorize.hpp"
-#include "fulltime/core/log.hpp"
 #include "net/router.hpp"
 #include "net/token_extraction.hpp"
 #include "net/ws_session.hpp"

@@ -1,9 +1,9 @@
 #include "fulltime/net/server.hpp"
 
 #include "fulltime/core/assert.hpp"
+#include "fulltime/core/log.hpp"
 #include "fulltime/limits.hpp"
 #include "net/http_session.hpp"
-#include "fulltime/core/log.hpp"
 #include "net/server_state.hpp"
 
 #include <boost/asio/as_tuple.hpp>
@@ -83,9 +83,8 @@ asio::awaitable<bool> wait_for_gate(server_state& state,
         if (now >= until) {
             co_return false;
         }
-        timer.expires_after(
-            std::min<std::chrono::steady_clock::duration>(
-                std::chrono::milliseconds(limits::shutdown_gate_poll_ms), until - now));
+        timer.expires_after(std::min<std::chrono::steady_clock::duration>(
+            std::chrono::milliseconds(limits::shutdown_gate_poll_ms), until - now));
         co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
     }
     co_return true;
@@ -217,7 +216,7 @@ asio::awaitable<void> server::shutdown(std::chrono::milliseconds deadline) {
     }
     live = state->live();
     log::warn("shutdown deadline passed: force-closing " + std::to_string(live.size()) +
-                            " connections");
+              " connections");
     for (const auto& c : live) {
         c->force_close();
     }
@@ -227,7 +226,7 @@ asio::awaitable<void> server::shutdown(std::chrono::milliseconds deadline) {
                     std::chrono::milliseconds(limits::shutdown_force_close_grace_ms));
     if (!unwound) {
         log::error(std::to_string(state->gate.load()) +
-                                 " coroutines still running after force-close");
+                   " coroutines still running after force-close");
     }
 }
 

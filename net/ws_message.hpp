@@ -23,8 +23,8 @@ struct inbound_message {
 /// not parse, invalid_request when it is not an object, lacks a string "type", lacks an "id"
 /// while `id_required`, has an "id" that is not a string or integer, or names a type absent from
 /// `handlers`. Replies echo "id" as received (null when there is none). Bet clients must send an
-/// id (docs/protocol.md: every client request has one); the feed's messages (docs/protocol-feed.md) carry none, so
-/// there it is optional and echoed when present.
+/// id (docs/protocol.md: every client request has one); the feed's messages (docs/protocol-feed.md)
+/// carry none, so there it is optional and echoed when present.
 std::variant<inbound_message, nlohmann::json> parse_message(std::string_view text,
                                                             const endpoint_handlers& handlers,
                                                             bool id_required = true);

@@ -1,7 +1,7 @@
 #include "net/ws_session.hpp"
 
-#include "fulltime/limits.hpp"
 #include "fulltime/core/log.hpp"
+#include "fulltime/limits.hpp"
 #include "net/ws_message.hpp"
 
 #include <boost/asio/as_tuple.hpp>
@@ -70,7 +70,7 @@ public:
         auto [ec] = co_await self->ws_.async_accept(request, asio::as_tuple(asio::use_awaitable));
         if (ec) {
             log::info("connection " + std::to_string(self->id_) +
-                            ": websocket accept failed: " + ec.message());
+                      ": websocket accept failed: " + ec.message());
             co_return;
         }
         st.track(self->id_, self);
@@ -115,7 +115,7 @@ private:
                 if (ec == websocket::error::message_too_big) {
                     state_->metrics.frames_too_big.inc();
                     log::info("connection " + std::to_string(id_) +
-                                    ": message over frame_bytes_max, closed with 1009");
+                              ": message over frame_bytes_max, closed with 1009");
                 }
                 break;
             }
@@ -194,7 +194,7 @@ private:
         if (queue_.size() >= limits::ws_write_queue_max) {
             state_->metrics.slow_consumers.inc();
             log::warn("connection " + std::to_string(id_) +
-                            ": client does not read its messages, closing");
+                      ": client does not read its messages, closing");
             queue_.clear();
             request_close(websocket::close_code::policy_error);
             return;
@@ -268,11 +268,11 @@ private:
             reply = co_await handler(context, std::move(message.body));
         } catch (const std::exception& e) {
             log::error("connection " + std::to_string(self->id_) + ": handler of \"" +
-                             message.type + "\" failed: " + e.what());
+                       message.type + "\" failed: " + e.what());
             failed = true;
         } catch (...) {
             log::error("connection " + std::to_string(self->id_) + ": handler of \"" +
-                             message.type + "\" failed");
+                       message.type + "\" failed");
             failed = true;
         }
         if (failed) {

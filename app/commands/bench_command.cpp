@@ -57,9 +57,9 @@ struct bench_options {
     std::string stake = "1.00";
     std::string odds = "2.00";
     double duration_s = 10;
-    double rate = 0;             // requests/s in total; 0: closed loop
-    std::size_t inflight = 4;    // per connection, closed loop
-    double repeat_ratio = 0.1;   // share of requests that repeat an earlier key
+    double rate = 0;            // requests/s in total; 0: closed loop
+    std::size_t inflight = 4;   // per connection, closed loop
+    double repeat_ratio = 0.1;  // share of requests that repeat an earlier key
     std::string key_prefix = "bench";
 };
 
@@ -98,9 +98,9 @@ std::string make_request(connection_state& c) {
         }
     }
     ++c.next;
-    nlohmann::json j = {{"type", "place"},          {"id", id},
-                        {"idempotency_key", key},   {"selection_id", c.opt.selection},
-                        {"stake", c.opt.stake},     {"odds", c.opt.odds},
+    nlohmann::json j = {{"type", "place"},        {"id", id},
+                        {"idempotency_key", key}, {"selection_id", c.opt.selection},
+                        {"stake", c.opt.stake},   {"odds", c.opt.odds},
                         {"accept", "any"}};
     return j.dump();
 }
@@ -147,13 +147,14 @@ asio::awaitable<void> writer(websocket::stream<beast::tcp_stream>& ws, connectio
     // window), which must not make an open-loop request leave before its scheduled time.
     asio::steady_timer pace(co_await asio::this_coro::executor);
     const bool open_loop = c.opt.rate > 0;
-    const auto interval = open_loop ? std::chrono::duration_cast<clock_type::duration>(
-                                          std::chrono::duration<double>(
-                                              static_cast<double>(c.opt.connections) / c.opt.rate))
-                                    : clock_type::duration::zero();
+    const auto interval =
+        open_loop ? std::chrono::duration_cast<clock_type::duration>(std::chrono::duration<double>(
+                        static_cast<double>(c.opt.connections) / c.opt.rate))
+                  : clock_type::duration::zero();
     // Spread the connections' schedules over one interval.
-    auto scheduled = clock_type::now() + interval * static_cast<long>(c.index) /
-                                             static_cast<long>(std::max<std::size_t>(1, c.opt.connections));
+    auto scheduled =
+        clock_type::now() + interval * static_cast<long>(c.index) /
+                                static_cast<long>(std::max<std::size_t>(1, c.opt.connections));
     while (clock_type::now() < c.end) {
         if (open_loop) {
             pace.expires_at(scheduled);
@@ -167,7 +168,8 @@ asio::awaitable<void> writer(websocket::stream<beast::tcp_stream>& ws, connectio
         const auto id = std::to_string(c.index) + "-" + std::to_string(c.next - 1);
         c.pending.emplace(id, open_loop ? scheduled : clock_type::now());
         ++c.totals->sent;
-        auto [ec, n] = co_await ws.async_write(asio::buffer(text), asio::as_tuple(asio::use_awaitable));
+        auto [ec, n] =
+            co_await ws.async_write(asio::buffer(text), asio::as_tuple(asio::use_awaitable));
         if (ec) {
             ++c.totals->errors;
             break;
@@ -316,10 +318,11 @@ int bench_command(const config& cfg, const std::vector<std::string>& args) {
         {"replies", lat.size()},
         {"errors", totals.errors},
         {"replies_per_s", static_cast<double>(lat.size()) / measured_s},
-        {"latency_ms", {{"p50", percentile(lat, 0.50)},
-                        {"p99", percentile(lat, 0.99)},
-                        {"p999", percentile(lat, 0.999)},
-                        {"max", lat.empty() ? 0.0 : lat.back()}}},
+        {"latency_ms",
+         {{"p50", percentile(lat, 0.50)},
+          {"p99", percentile(lat, 0.99)},
+          {"p999", percentile(lat, 0.999)},
+          {"max", lat.empty() ? 0.0 : lat.back()}}},
         {"outcomes", totals.outcomes},
     };
     std::printf("%s\n", out.dump().c_str());

@@ -47,8 +47,8 @@ void make_directory(const std::string& dir, const std::optional<run_as>& owner, 
         fail("cannot create " + dir + ": " + ec.message());
     }
     ::chmod(dir.c_str(), mode);
-    if (owner && ::chown(dir.c_str(), static_cast<uid_t>(owner->uid),
-                         static_cast<gid_t>(owner->gid)) != 0) {
+    if (owner &&
+        ::chown(dir.c_str(), static_cast<uid_t>(owner->uid), static_cast<gid_t>(owner->gid)) != 0) {
         fail("cannot give " + dir + " to user " + owner->user);
     }
 }
@@ -62,8 +62,8 @@ void run_checked(const std::vector<std::string>& argv, const std::string& log_pa
         while (!last.empty() && last.back() == '\n') {
             last.pop_back();
         }
-        fail(what + " failed (exit " + std::to_string(status) + "): " + last + " (see " +
-             log_path + ")");
+        fail(what + " failed (exit " + std::to_string(status) + "): " + last + " (see " + log_path +
+             ")");
     }
 }
 
@@ -78,8 +78,8 @@ void ensure_database(const std::string& socket_dir) {
     }
     const char* values[] = {database_name};
     std::unique_ptr<PGresult, decltype(&PQclear)> exists(
-        PQexecParams(conn.get(), "SELECT 1 FROM pg_database WHERE datname = $1", 1, nullptr,
-                     values, nullptr, nullptr, 0),
+        PQexecParams(conn.get(), "SELECT 1 FROM pg_database WHERE datname = $1", 1, nullptr, values,
+                     nullptr, nullptr, 0),
         &PQclear);
     if (PQresultStatus(exists.get()) != PGRES_TUPLES_OK) {
         fail(std::string("cannot list databases: ") + PQresultErrorMessage(exists.get()));
@@ -173,8 +173,8 @@ embedded_cluster embedded_cluster::start(const config& cfg) {
     }
     c.running_ = true;
     ensure_database(socket_dir);
-    c.conninfo_ = "host=" + socket_dir + " port=5432 user=" + superuser_name + " dbname=" +
-                  database_name;
+    c.conninfo_ =
+        "host=" + socket_dir + " port=5432 user=" + superuser_name + " dbname=" + database_name;
     return c;
 }
 
@@ -194,9 +194,9 @@ void embedded_cluster::stop() {
         return;
     }
     running_ = false;
-    const int status = run_process(
-        {bin_dir_ + "/pg_ctl", "-D", data_dir_, "-m", "fast", "-w", "-t", "60", "stop"},
-        root_dir_ + "/pg_ctl.log", owner_);
+    const int status =
+        run_process({bin_dir_ + "/pg_ctl", "-D", data_dir_, "-m", "fast", "-w", "-t", "60", "stop"},
+                    root_dir_ + "/pg_ctl.log", owner_);
     if (status == 0) {
         log::info("private PostgreSQL cluster stopped");
     } else {

@@ -15,8 +15,8 @@ namespace fulltime::app {
 int migrate_command(const config& cfg) {
     auto target = open_database_target(cfg);
     boost::asio::io_context ioc;
-    auto done = boost::asio::co_spawn(ioc, apply_migrations(ioc.get_executor(), target.conninfo, cfg),
-                                      boost::asio::use_future);
+    auto done = boost::asio::co_spawn(
+        ioc, apply_migrations(ioc.get_executor(), target.conninfo, cfg), boost::asio::use_future);
     ioc.run();
     const auto report = done.get();
     if (!report) {

@@ -42,14 +42,11 @@ namespace {
 // Waits for SIGINT/SIGTERM, then drains: the gateway first (in-flight requests still need the
 // actors and pools), then the placement actors (they release their connections), then the
 // pools. A second signal during the drain stops the event loop at once.
-boost::asio::awaitable<void> watch_signals(boost::asio::io_context& ioc,
-                                           boost::asio::signal_set& signals, net::server& gateway,
-                                           actors::placement_service& placement,
-                                           actors::settlement_service& settlement,
-                                           actors::reservation_sweeper& sweeper,
-                                           actors::reconciliation_service& reconciliation,
-                                           std::shared_ptr<bool> pushes_stop, db::pools& pools,
-                                           std::int64_t deadline_ms) {
+boost::asio::awaitable<void> watch_signals(
+    boost::asio::io_context& ioc, boost::asio::signal_set& signals, net::server& gateway,
+    actors::placement_service& placement, actors::settlement_service& settlement,
+    actors::reservation_sweeper& sweeper, actors::reconciliation_service& reconciliation,
+    std::shared_ptr<bool> pushes_stop, db::pools& pools, std::int64_t deadline_ms) {
     auto [ec, signal_number] =
         co_await signals.async_wait(boost::asio::as_tuple(boost::asio::use_awaitable));
     if (ec) {
@@ -151,11 +148,11 @@ int serve_command(const config& cfg) {
         boost::asio::detached);
 
     boost::asio::signal_set signals(ioc, SIGINT, SIGTERM);
-    boost::asio::co_spawn(ioc,
-                          watch_signals(ioc, signals, gateway, placement, settlement, sweeper,
-                                        reconciliation, pushes_stop, pools,
-                                        cfg.gateway.shutdown_deadline_ms),
-                          boost::asio::detached);
+    boost::asio::co_spawn(
+        ioc,
+        watch_signals(ioc, signals, gateway, placement, settlement, sweeper, reconciliation,
+                      pushes_stop, pools, cfg.gateway.shutdown_deadline_ms),
+        boost::asio::detached);
     ioc.run();
 
     // After a second signal the loop stopped mid-drain: nothing runs on it any more, so this

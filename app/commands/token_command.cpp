@@ -58,8 +58,7 @@ int token_command(const config& cfg, const std::vector<std::string>& args) {
         claims.producer = positional[1];
         if (claims.producer.size() > limits::producer_name_bytes_max) {
             throw std::invalid_argument("producer name is longer than " +
-                                        std::to_string(limits::producer_name_bytes_max) +
-                                        " bytes");
+                                        std::to_string(limits::producer_name_bytes_max) + " bytes");
         }
     } else if (kind == "admin" && positional.size() == 1) {
         claims.kind = token::kind::admin;

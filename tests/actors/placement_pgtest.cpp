@@ -85,8 +85,8 @@ public:
 };
 
 ws_client open_bets(std::uint16_t port, std::int64_t account_id) {
-    return fulltime::test::open_ws(port, "/v1/bets",
-                                   fulltime::test::bearer(fulltime::test::account_token(account_id)));
+    return fulltime::test::open_ws(
+        port, "/v1/bets", fulltime::test::bearer(fulltime::test::account_token(account_id)));
 }
 
 json read_json(ws_client& c, std::chrono::milliseconds timeout = 10s) {
@@ -691,7 +691,8 @@ TEST_CASE("the purge actor runs on its own interval") {
     e.exec(
         "UPDATE idempotency_keys SET created_at = now() - interval '1 day' "
         "WHERE idempotency_key = 'old'");
-    CHECK(fulltime::test::eventually([&] { return e.scalar("SELECT count(*) FROM idempotency_keys") == 1; }));
+    CHECK(fulltime::test::eventually(
+        [&] { return e.scalar("SELECT count(*) FROM idempotency_keys") == 1; }));
     CHECK(e.scalar("SELECT count(*) FROM idempotency_keys WHERE idempotency_key = 'new'") == 1);
 }
 

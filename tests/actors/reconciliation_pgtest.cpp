@@ -4,11 +4,11 @@
 // the test asks: each problem must become exactly one incident, the engine must never
 // touch the money, and a problem fixed by hand must be closed by the next run.
 
-#include "fulltime/db/audit_statements.hpp"
 #include "fulltime/actors/reconciliation.hpp"
 #include "fulltime/actors/settlement.hpp"
 #include "fulltime/config/config.hpp"
 #include "fulltime/core/metrics.hpp"
+#include "fulltime/db/audit_statements.hpp"
 #include "fulltime/db/connection.hpp"
 #include "fulltime/db/pool.hpp"
 #include "support/engine_fixture.hpp"
@@ -75,9 +75,10 @@ public:
     /// Runs a reconciliation the way `fulltime reconcile` does: reconcile_once on a pool,
     /// without the actor.
     reconcile_summary run_once() {
-        auto r = on_loop(fulltime::actors::reconcile_once(
-                             *pools().background, fulltime::actors::reconcile_run_settings::from(cfg())),
-                         60s);
+        auto r =
+            on_loop(fulltime::actors::reconcile_once(
+                        *pools().background, fulltime::actors::reconcile_run_settings::from(cfg())),
+                    60s);
         REQUIRE_MESSAGE(r.has_value(), (r ? "" : fulltime::db::describe(r.error())));
         return *r;
     }

@@ -15,7 +15,7 @@ namespace {
 constexpr std::int64_t account = 42;
 
 json place_message() {
-    return json{{"type", "place"},     {"id", "c1"},    {"idempotency_key", "k1"},
+    return json{{"type", "place"},      {"id", "c1"},       {"idempotency_key", "k1"},
                 {"selection_id", 1001}, {"stake", "10.00"}, {"odds", "2.50"}};
 }
 
@@ -107,9 +107,12 @@ TEST_CASE("place refuses stakes that are zero negative over-precise or too large
 }
 
 TEST_CASE("place refuses odds below 1.01 or with more than four decimals") {
-    for (auto [odds, expected] : {std::pair{"1.00", "at least 1.01"}, {"1.009", "at least 1.01"},
-                                  {"0", "at least 1.01"}, {"2.50001", "decimal places"},
-                                  {"10000.01", "too large"}, {"abc", "plain decimal digits"}}) {
+    for (auto [odds, expected] : {std::pair{"1.00", "at least 1.01"},
+                                  {"1.009", "at least 1.01"},
+                                  {"0", "at least 1.01"},
+                                  {"2.50001", "decimal places"},
+                                  {"10000.01", "too large"},
+                                  {"abc", "plain decimal digits"}}) {
         auto m = place_message();
         m["odds"] = odds;
         const auto msg = refusal(bets::parse_place(m, account));
@@ -195,8 +198,8 @@ TEST_CASE("bets takes status and limit within bounds and defaults to all and 50"
                                        account)) == "\"limit\" must be an integer from 1 to 200");
     }
     for (json bad : {json("Open"), json("won"), json(1)}) {
-        CHECK(refusal(bets::parse_bets(json{{"type", "bets"}, {"id", 1}, {"status", bad}},
-                                       account)) ==
+        CHECK(refusal(
+                  bets::parse_bets(json{{"type", "bets"}, {"id", 1}, {"status", bad}}, account)) ==
               "\"status\" must be \"open\", \"settled\" or \"all\"");
     }
 }
@@ -243,12 +246,14 @@ TEST_CASE("stored placement results render as placed and rejected replies") {
     REQUIRE(replayed.has_value());
     CHECK(bets::render_place_result("c2", *replayed)["replayed"] == true);
 
-    auto odds = bets::read_place_outcome("rejected",
-                                         R"({"outcome":"rejected","code":"odds_changed","odds":24000})");
+    auto odds = bets::read_place_outcome(
+        "rejected", R"({"outcome":"rejected","code":"odds_changed","odds":24000})");
     REQUIRE(odds.has_value());
-    CHECK(bets::render_place_result(5, *odds) ==
-          json{{"type", "rejected"}, {"id", 5}, {"code", "odds_changed"},
-               {"message", "the odds are now 2.40"}, {"replayed", false}});
+    CHECK(bets::render_place_result(5, *odds) == json{{"type", "rejected"},
+                                                      {"id", 5},
+                                                      {"code", "odds_changed"},
+                                                      {"message", "the odds are now 2.40"},
+                                                      {"replayed", false}});
     auto odds_again = bets::read_place_outcome(
         "replayed", R"({"outcome":"rejected","code":"odds_changed","odds":24000})");
     REQUIRE(odds_again.has_value());
@@ -273,8 +278,8 @@ TEST_CASE("stored placement results render as placed and rejected replies") {
     CHECK_FALSE(reply.contains("replayed"));
 
     for (auto code : {"insufficient_funds", "unknown_selection", "liability_limit"}) {
-        auto r = bets::read_place_outcome(
-            "rejected", json{{"outcome", "rejected"}, {"code", code}}.dump());
+        auto r = bets::read_place_outcome("rejected",
+                                          json{{"outcome", "rejected"}, {"code", code}}.dump());
         REQUIRE(r.has_value());
         CHECK(r->code == code);
         CHECK_FALSE(r->message.empty());
@@ -295,9 +300,11 @@ TEST_CASE("a stored result of an unknown shape is an error not a reply") {
 }
 
 TEST_CASE("balance and bet lines render money as decimal strings") {
-    CHECK(bets::render_balance("b", bets::balance{12345, 5, "EUR"}) ==
-          json{{"type", "balance"}, {"id", "b"}, {"available", "123.45"}, {"reserved", "0.05"},
-               {"currency", "EUR"}});
+    CHECK(bets::render_balance("b", bets::balance{12345, 5, "EUR"}) == json{{"type", "balance"},
+                                                                            {"id", "b"},
+                                                                            {"available", "123.45"},
+                                                                            {"reserved", "0.05"},
+                                                                            {"currency", "EUR"}});
     bets::bet_line line;
     line.bet.bet_id = 1;
     line.bet.account_id = 42;

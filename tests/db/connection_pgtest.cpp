@@ -121,8 +121,7 @@ awaitable<void> typed_round_trip(std::string url) {
     CHECK_FALSE(second_note->has_value());
 
     // A NUL byte cannot travel in text format: refused, and the connection stays usable.
-    auto nul = co_await conn->query("SELECT $1::text",
-                                    db::params{std::string_view{"a\0b", 3}});
+    auto nul = co_await conn->query("SELECT $1::text", db::params{std::string_view{"a\0b", 3}});
     FT_CHECK_FAILS_WITH(nul, db::errc::bad_result);
     CHECK_FALSE(conn->broken());
     auto after = co_await conn->query("SELECT 1");

@@ -41,16 +41,16 @@ std::string describe_outcome(const db::outcome<T>& o) {
 #define FT_REQUIRE_OK(o) REQUIRE_MESSAGE((o).has_value(), ::fulltime::test::describe_outcome(o))
 /// Awaits an expression (outside doctest's lambdas, where co_await cannot go) and requires it
 /// to succeed.
-#define FT_AWAIT_OK(expr)              \
-    do {                               \
-        auto ft_awaited_ = (expr);     \
-        FT_REQUIRE_OK(ft_awaited_);    \
+#define FT_AWAIT_OK(expr)           \
+    do {                            \
+        auto ft_awaited_ = (expr);  \
+        FT_REQUIRE_OK(ft_awaited_); \
     } while (false)
 /// Checks that an outcome failed with the given code.
-#define FT_CHECK_FAILS_WITH(o, c)                                                        \
-    do {                                                                                 \
-        REQUIRE_MESSAGE(!(o).has_value(), "expected " << ::fulltime::db::to_string(c));  \
-        CHECK_MESSAGE((o).error().code == (c), ::fulltime::db::describe((o).error())); \
+#define FT_CHECK_FAILS_WITH(o, c)                                                       \
+    do {                                                                                \
+        REQUIRE_MESSAGE(!(o).has_value(), "expected " << ::fulltime::db::to_string(c)); \
+        CHECK_MESSAGE((o).error().code == (c), ::fulltime::db::describe((o).error()));  \
     } while (false)
 
 /// Opens a connection on the current executor or fails the test.
@@ -72,8 +72,8 @@ inline boost::asio::awaitable<void> sleep_for(std::chrono::milliseconds duration
 template <class T>
 boost::asio::awaitable<std::vector<T>> run_all(std::vector<boost::asio::awaitable<T>> tasks) {
     auto executor = co_await boost::asio::this_coro::executor;
-    using op_type = decltype(boost::asio::co_spawn(executor, std::move(tasks.front()),
-                                                   boost::asio::deferred));
+    using op_type =
+        decltype(boost::asio::co_spawn(executor, std::move(tasks.front()), boost::asio::deferred));
     std::vector<op_type> ops;
     for (auto& t : tasks) {
         ops.push_back(boost::asio::co_spawn(executor, std::move(t), boost::asio::deferred));

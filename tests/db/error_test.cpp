@@ -1,7 +1,7 @@
 // Unit tests of the SQLSTATE mapping, failure formatting and parameter text.
 
-#include "db/detail_error.hpp"
 #include "fulltime/db/error.hpp"
+#include "db/detail_error.hpp"
 #include "fulltime/db/params.hpp"
 
 #include <doctest/doctest.h>
@@ -27,24 +27,25 @@ TEST_CASE("error: SQLSTATEs map to codes") {
     }
 }
 
-TEST_CASE("error: retryable codes are exactly lock timeout and serialization failure and deadlock") {
+TEST_CASE(
+    "error: retryable codes are exactly lock timeout and serialization failure and deadlock") {
     std::set<errc> retryable;
-    for (int i = static_cast<int>(errc::connection_lost);
-         i <= static_cast<int>(errc::server_error); ++i) {
+    for (int i = static_cast<int>(errc::connection_lost); i <= static_cast<int>(errc::server_error);
+         ++i) {
         failure f;
         f.code = static_cast<errc>(i);
         if (f.retryable()) {
             retryable.insert(f.code);
         }
     }
-    CHECK(retryable == std::set<errc>{errc::lock_timeout, errc::serialization_failure,
-                                      errc::deadlock});
+    CHECK(retryable ==
+          std::set<errc>{errc::lock_timeout, errc::serialization_failure, errc::deadlock});
 }
 
 TEST_CASE("error: every code has a distinct name and describe() is one line") {
     std::set<std::string_view> names;
-    for (int i = static_cast<int>(errc::connection_lost);
-         i <= static_cast<int>(errc::server_error); ++i) {
+    for (int i = static_cast<int>(errc::connection_lost); i <= static_cast<int>(errc::server_error);
+         ++i) {
         const auto name = to_string(static_cast<errc>(i));
         CHECK(name != "unknown");
         names.insert(name);
@@ -61,10 +62,18 @@ TEST_CASE("error: every code has a distinct name and describe() is one line") {
 }
 
 TEST_CASE("params: values become their PostgreSQL text form") {
-    params p{std::numeric_limits<std::int64_t>::min(), std::int32_t{-7},
-             std::numeric_limits<std::uint64_t>::max(), std::uint32_t{7}, true, false,
-             std::string_view{"view"}, std::string{"string"}, "c string", std::nullopt,
-             std::optional<std::int64_t>{}, std::optional<std::int64_t>{5}};
+    params p{std::numeric_limits<std::int64_t>::min(),
+             std::int32_t{-7},
+             std::numeric_limits<std::uint64_t>::max(),
+             std::uint32_t{7},
+             true,
+             false,
+             std::string_view{"view"},
+             std::string{"string"},
+             "c string",
+             std::nullopt,
+             std::optional<std::int64_t>{},
+             std::optional<std::int64_t>{5}};
     REQUIRE(p.size() == 12);
     CHECK(p.at(0) == "-9223372036854775808");
     CHECK(p.at(1) == "-7");

@@ -293,8 +293,9 @@ awaitable<void> migration_reapplies_functions(std::string url) {
 awaitable<void> failing_function_file(std::string url) {
     auto conn = co_await open_connection(url);
     auto ms = with_functions();
-    ms.push_back({"broken.sql", "CREATE OR REPLACE FUNCTION broken() RETURNS int LANGUAGE sql AS "
-                                "'SELECT count(*) FROM no_such_table'",
+    ms.push_back({"broken.sql",
+                  "CREATE OR REPLACE FUNCTION broken() RETURNS int LANGUAGE sql AS "
+                  "'SELECT count(*) FROM no_such_table'",
                   source_kind::function});
     auto failed = co_await db::migrate(*conn, ms);
     FT_CHECK_FAILS_WITH(failed, db::errc::server_error);
@@ -355,8 +356,8 @@ awaitable<void> engine_schema(std::string url) {
     auto first = co_await db::migrate(*conn, sources);
     FT_REQUIRE_OK(first);
     CHECK(first->applied == std::vector<std::string>{"0001_baseline.sql"});
-    CHECK(std::set<std::string>(first->functions_applied.begin(),
-                                first->functions_applied.end()) == files);
+    CHECK(std::set<std::string>(first->functions_applied.begin(), first->functions_applied.end()) ==
+          files);
     auto second = co_await db::migrate(*conn, sources);
     FT_REQUIRE_OK(second);
     CHECK(second->applied.empty());
@@ -408,8 +409,9 @@ TEST_CASE("migrations: a failing migration is rolled back and stops the run") {
     run(ioc, failing_migration(db.url()));
 }
 
-TEST_CASE("migrations: function files are applied after the migrations, recorded, and skipped "
-          "when unchanged") {
+TEST_CASE(
+    "migrations: function files are applied after the migrations, recorded, and skipped "
+    "when unchanged") {
     scratch_database db;
     asio::io_context ioc;
     run(ioc, functions_applied_and_skipped(db.url()));

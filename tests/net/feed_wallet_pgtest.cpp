@@ -135,16 +135,16 @@ TEST_CASE("feed over WebSocket creates a market with its event and selections an
 
     CHECK(e.text("SELECT name FROM events WHERE event_id = 10") == "Lyon - Nantes");
     CHECK(e.text("SELECT concat_ws('|', event_id, name, status, stake_min, stake_max, "
-                   "liability_limit, exposure_shards) FROM markets WHERE market_id = 100") ==
+                 "liability_limit, exposure_shards) FROM markets WHERE market_id = 100") ==
           "10|Match winner|open|10|100000000|1000003|4");
     CHECK(e.text("SELECT settle_deadline_at = '2030-05-01T18:30:00Z' FROM markets "
-                   "WHERE market_id = 100") == "t");
+                 "WHERE market_id = 100") == "t");
     CHECK(e.text("SELECT string_agg(selection_id || ':' || name || ':' || odds, ',' "
-                   "ORDER BY selection_id) FROM selections WHERE market_id = 100") ==
+                 "ORDER BY selection_id) FROM selections WHERE market_id = 100") ==
           "1001:Home:21000,1002:Away:34000");
     // 1000003 over 4 shards: 250000 each, the remainder 3 on shard 0.
     CHECK(e.text("SELECT string_agg(shard || ':' || liability_limit || ':' || liability, ',' "
-                   "ORDER BY shard) FROM market_exposure WHERE market_id = 100") ==
+                 "ORDER BY shard) FROM market_exposure WHERE market_id = 100") ==
           "0:250003:0,1:250000:0,2:250000:0,3:250000:0");
     CHECK(e.text("SELECT count(*) FROM settlement_progress WHERE market_id = 100") == "1");
 
@@ -158,9 +158,9 @@ TEST_CASE("feed over WebSocket creates a market with its event and selections an
     CHECK(round_trip(c, other) ==
           json{{"type", "ack"}, {"id", 7}, {"market_id", 200}, {"created", true}});
     CHECK(e.text("SELECT concat_ws('|', stake_min, stake_max, liability_limit, exposure_shards) "
-                   "FROM markets WHERE market_id = 200") == "100|5000|10000|3");
+                 "FROM markets WHERE market_id = 200") == "100|5000|10000|3");
     CHECK(e.text("SELECT string_agg(liability_limit::text, ',' ORDER BY shard) "
-                   "FROM market_exposure WHERE market_id = 200") == "3334,3333,3333");
+                 "FROM market_exposure WHERE market_id = 200") == "3334,3333,3333");
     // The event keeps its name when a later message names none.
     CHECK(e.text("SELECT name FROM events WHERE event_id = 10") == "Lyon - Nantes");
     e.check_money_invariants();
@@ -182,14 +182,14 @@ TEST_CASE("a market message for an existing market updates what may change and r
     CHECK(round_trip(c, update) ==
           json{{"type", "ack"}, {"id", "m-100"}, {"market_id", 100}, {"created", false}});
     CHECK(e.text("SELECT concat_ws('|', name, status, stake_min, stake_max, liability_limit) "
-                   "FROM markets WHERE market_id = 100") ==
+                 "FROM markets WHERE market_id = 100") ==
           "Full-time result|suspended|10|2000|8000");
     // Selections left out are kept; listed ones are updated or added.
     CHECK(e.text("SELECT string_agg(selection_id || ':' || name || ':' || odds, ',' "
-                   "ORDER BY selection_id) FROM selections WHERE market_id = 100") ==
+                 "ORDER BY selection_id) FROM selections WHERE market_id = 100") ==
           "1001:Home:20000,1002:Away:34000,1003:Draw:31000");
     CHECK(e.text("SELECT string_agg(liability_limit::text, ',' ORDER BY shard) "
-                   "FROM market_exposure WHERE market_id = 100") == "2000,2000,2000,2000");
+                 "FROM market_exposure WHERE market_id = 100") == "2000,2000,2000,2000");
 
     // The shard count is fixed at creation.
     json shards = market_message();
@@ -207,23 +207,22 @@ TEST_CASE("a market message for an existing market updates what may change and r
     CHECK(contains(r["message"], "event"));
     // A limit below the liability a shard holds is refused, and nothing changes.
     REQUIRE(e.text("UPDATE market_exposure SET liability = 1500 WHERE market_id = 100 AND "
-                     "shard = 2 RETURNING liability") == "1500");
+                   "shard = 2 RETURNING liability") == "1500");
     json lower = market_message();
     lower["name"] = "Should not be stored";
     lower["liability_limit"] = "40.00";
     r = round_trip(c, lower);
     CHECK(r["code"] == "conflict");
     CHECK(contains(r["message"], "below the liability"));
-    CHECK(e.text(
-              "SELECT concat_ws('|', name, liability_limit) FROM markets WHERE market_id = 100") ==
-          "Full-time result|8000");
+    CHECK(
+        e.text("SELECT concat_ws('|', name, liability_limit) FROM markets WHERE market_id = 100") ==
+        "Full-time result|8000");
     // A limit that leaves every shard above its liability is re-spread.
     lower["liability_limit"] = "60.02";
     lower["name"] = "Full-time result";
     CHECK(round_trip(c, lower)["type"] == "ack");
     CHECK(e.text("SELECT string_agg(liability_limit || '/' || liability, ',' ORDER BY shard) "
-                   "FROM market_exposure WHERE market_id = 100") ==
-          "1502/0,1500/0,1500/1500,1500/0");
+                 "FROM market_exposure WHERE market_id = 100") == "1502/0,1500/0,1500/1500,1500/0");
     // Limits merged with stored values must stay consistent.
     json limits = market_message();
     limits["stake_min"] = "30.00";
@@ -480,7 +479,7 @@ TEST_CASE("a deposit key moves money exactly once and refuses another amount") {
     CHECK(get_account(e.port(), 1)["available"] == "100.00");
     CHECK(e.text("SELECT entry_key FROM ledger_transfers") == "deposit:1:k1");
     CHECK(e.text("SELECT concat_ws('|', debit_side, credit_side, credit_account_id, amount) "
-                   "FROM ledger_transfers") == "cash|available|1|10000");
+                 "FROM ledger_transfers") == "cash|available|1|10000");
 
     // The same key on a withdrawal or another account is another key.
     REQUIRE(
@@ -566,12 +565,12 @@ TEST_CASE("a withdrawal above available is refused and changes nothing") {
     CHECK(body["currency"] == "GBP");
     CHECK(get_account(e.port(), 3)["available"] == "0.00");
     CHECK(e.text("SELECT concat_ws('|', debit_side, debit_account_id, credit_side, amount) "
-                   "FROM ledger_transfers WHERE entry_key = 'withdrawal:3:w2'") ==
+                 "FROM ledger_transfers WHERE entry_key = 'withdrawal:3:w2'") ==
           "available|3|cash|5000");
     CHECK(withdraw(e.port(), 3, "50.00", "w2").status == 200);
     CHECK(withdraw(e.port(), 3, "0.01", "w3").status == 409);
     CHECK(e.text("SELECT sum(amount) FILTER (WHERE credit_side = 'cash') - "
-                   "sum(amount) FILTER (WHERE debit_side = 'cash') FROM ledger_transfers") == "0");
+                 "sum(amount) FILTER (WHERE debit_side = 'cash') FROM ledger_transfers") == "0");
     CHECK(contains(e.metrics(),
                    "fulltime_wallet_transfers_total{kind=\"withdrawal\",outcome="
                    "\"insufficient_funds\"} 2\n"));

@@ -1,8 +1,8 @@
 // The result-event intake of the feed against the real schema: `result`, `rollback_result`,
 // `cancel` and `rollback_cancel` on the /v1/feed WebSocket and on POST /v1/feed, stored in
-// result_events by fulltime_record_result (db/functions/fulltime_record_result.sql) and acknowledged
-// after the commit. The gateway runs in-process on an ephemeral port with real pools on a
-// migrated scratch database, driven by the blocking test client from this thread while the
+// result_events by fulltime_record_result (db/functions/fulltime_record_result.sql) and
+// acknowledged after the commit. The gateway runs in-process on an ephemeral port with real pools
+// on a migrated scratch database, driven by the blocking test client from this thread while the
 // io_context runs on another (the pattern of feed_wallet_pgtest.cpp).
 
 #include "fulltime/config/config.hpp"
@@ -156,13 +156,13 @@ TEST_CASE("a result over WebSocket is stored once and acknowledged and a resend 
     CHECK(round_trip(c, result) == ack("r-ev-1", 100, 1, "ev-1", false));
     CHECK(e.text("SELECT count(*) FROM result_events") == "1");
     CHECK(e.text("SELECT concat_ws('|', market_id, seq, event_key, kind, producer) "
-                   "FROM result_events") == "100|1|ev-1|result|feed-1");
+                 "FROM result_events") == "100|1|ev-1|result|feed-1");
     // The payload the settlement SQL reads: sorted outcomes, every key, factors in 1/10000.
     CHECK(e.text("SELECT payload = '{\"outcomes\":["
-                   "{\"selection_id\":1001,\"win\":true,\"void_factor\":0,"
-                   "\"dead_heat_factor\":5000},"
-                   "{\"selection_id\":1002,\"win\":false,\"void_factor\":2500,"
-                   "\"dead_heat_factor\":10000}]}'::jsonb FROM result_events") == "t");
+                 "{\"selection_id\":1001,\"win\":true,\"void_factor\":0,"
+                 "\"dead_heat_factor\":5000},"
+                 "{\"selection_id\":1002,\"win\":false,\"void_factor\":2500,"
+                 "\"dead_heat_factor\":10000}]}'::jsonb FROM result_events") == "t");
     // A result stops trading on its market at once; the other market stays open.
     CHECK(e.text("SELECT status FROM markets WHERE market_id = 100") == "suspended");
     CHECK(e.text("SELECT status FROM markets WHERE market_id = 200") == "open");
@@ -287,8 +287,7 @@ TEST_CASE("result events for unknown markets or selections and invalid ones writ
           "end_time: must be after start_time");
 
     CHECK(e.text("SELECT count(*) FROM result_events") == "0");
-    CHECK(e.text("SELECT string_agg(status, ',' ORDER BY market_id) FROM markets") ==
-          "open,open");
+    CHECK(e.text("SELECT string_agg(status, ',' ORDER BY market_id) FROM markets") == "open,open");
     CHECK(e.woken().empty());
     // The market is still usable for a valid event.
     CHECK(round_trip(c, result_message())["duplicate"] == false);
@@ -322,10 +321,10 @@ TEST_CASE("cancel and rollback events store their normalised window") {
                         {"end_time", "2025-05-01T19:00:00.5Z"}};
     CHECK(round_trip(c, rollback) == ack(nullptr, 100, 2, "uncancel-1", false));
     CHECK(e.text("SELECT payload = '{\"start_time\":\"2025-05-01T18:30:00.000000Z\","
-                   "\"end_time\":\"2025-05-01T19:00:00.500000Z\"}'::jsonb "
-                   "FROM result_events WHERE event_key = 'uncancel-1'") == "t");
+                 "\"end_time\":\"2025-05-01T19:00:00.500000Z\"}'::jsonb "
+                 "FROM result_events WHERE event_key = 'uncancel-1'") == "t");
     CHECK(e.text("SELECT (payload->>'start_time')::timestamptz = '2025-05-01T18:30:00Z' "
-                   "FROM result_events WHERE event_key = 'uncancel-1'") == "t");
+                 "FROM result_events WHERE event_key = 'uncancel-1'") == "t");
     // A rollback does not stop trading.
     CHECK(e.text("SELECT status FROM markets WHERE market_id = 100") == "open");
     // The same instants written in another zone are the same event.
@@ -341,7 +340,7 @@ TEST_CASE("cancel and rollback events store their normalised window") {
               {"end_time", "2025-05-01T19:00:00Z"}};
     CHECK(round_trip(c, half)["duplicate"] == false);
     CHECK(e.text("SELECT payload = '{\"end_time\":\"2025-05-01T19:00:00.000000Z\"}'::jsonb "
-                   "FROM result_events WHERE event_key = 'cancel-2'") == "t");
+                 "FROM result_events WHERE event_key = 'cancel-2'") == "t");
     half.erase("end_time");
     CHECK(round_trip(c, half)["code"] == "conflict");
 

@@ -1,10 +1,11 @@
-// Money integrity, part B (db/functions/fulltime_void_overdue.sql, fulltime_note_overdue.sql, fulltime_settle_plan.sql): reservation deadlines, the
-// overdue-reservation sweeper, the operator's void of overdue open bets, and the fixed codes of
-// terminal states. In-process: the gateway (feed, market routes) and the real settlement actors
-// on real pools over a migrated scratch database; producers' events go through POST /v1/feed,
-// the operator's void through POST /v1/markets/{id}/void-overdue or the SQL function the CLI
-// command calls. Every scenario compares every balance before and after the refused step and
-// ends with the money invariants of docs/design.md.
+// Money integrity, part B (db/functions/fulltime_void_overdue.sql, fulltime_note_overdue.sql,
+// fulltime_settle_plan.sql): reservation deadlines, the overdue-reservation sweeper, the operator's
+// void of overdue open bets, and the fixed codes of terminal states. In-process: the gateway (feed,
+// market routes) and the real settlement actors on real pools over a migrated scratch database;
+// producers' events go through POST /v1/feed, the operator's void through POST
+// /v1/markets/{id}/void-overdue or the SQL function the CLI command calls. Every scenario compares
+// every balance before and after the refused step and ends with the money invariants of
+// docs/design.md.
 
 #include "fulltime/actors/reservation_sweeper.hpp"
 #include "fulltime/actors/settlement.hpp"
@@ -142,8 +143,7 @@ const json win_101 = {{"outcomes", json::array({{{"selection_id", 101}, {"result
 
 // Seven bets over accounts 1..4 on the market of first_selection and first_selection + 1
 // (market 1: 101, 102): more than two batches of 3.
-void seven_bets(engine& e, std::int64_t first_selection = 101,
-                const std::string& prefix = "b") {
+void seven_bets(engine& e, std::int64_t first_selection = 101, const std::string& prefix = "b") {
     for (int i = 1; i <= 7; ++i) {
         e.place(1 + i % 4, prefix + std::to_string(i), first_selection + i % 2, 100 * i);
     }

@@ -1,6 +1,6 @@
 #pragma once
-/// docs/design.md's money invariants, checked on a live database for the pg tests: the statements of
-/// `fulltime audit` (db/audit_statements.cpp, the one definition; docs/schema.md lists them),
+/// docs/design.md's money invariants, checked on a live database for the pg tests: the statements
+/// of `fulltime audit` (db/audit_statements.cpp, the one definition; docs/schema.md lists them),
 /// run over plain libpq. tests/e2e/money.py runs `fulltime audit` itself.
 
 #include <string>

@@ -1,6 +1,6 @@
 #pragma once
-/// The placement path's actors (docs/design.md, "Placement"): a fixed pool of placement actors, each
-/// owning one connection of the `placement` db pool, and the background actor that purges
+/// The placement path's actors (docs/design.md, "Placement"): a fixed pool of placement actors,
+/// each owning one connection of the `placement` db pool, and the background actor that purges
 /// expired idempotency keys.
 ///
 /// Threading. The db layer is single-threaded Asio: connections live on the engine's
@@ -47,24 +47,24 @@ struct placement_metrics {
     /// Records one answered place request (outcome counter and latency).
     void record(const bets::place_result& result, std::chrono::microseconds latency) noexcept;
 
-    metrics::counter& placed;       ///< bets placed (first execution)
-    metrics::counter& rejected;     ///< refusals stored on their key (first execution)
-    metrics::counter& replayed;     ///< stored results returned again
-    metrics::counter& key_reused;   ///< idempotency_key_reused
-    metrics::counter& busy;         ///< answered busy, whatever the reason
-    metrics::counter& failed;       ///< unexpected errors (answered "internal")
-    metrics::counter& invalid;      ///< refused by validation before any actor
-    metrics::counter& lock_timeouts;      ///< SQLSTATE 55P03 inside fulltime_place
-    metrics::counter& retries;            ///< re-executions after a lock timeout or deadlock
-    metrics::counter& reconnects;         ///< re-executions on a fresh connection
-    metrics::counter& busy_queue_full;    ///< an actor's queue was at its bound
-    metrics::counter& busy_deadline;      ///< the request's deadline passed first
-    metrics::counter& busy_locked;        ///< lock timeouts beyond placement.lock_retries_max
-    metrics::counter& busy_unavailable;   ///< no usable connection (pool timeout, lost server)
-    metrics::counter& purged_keys;        ///< idempotency keys deleted by the purge actor
-    metrics::counter& purge_batches;      ///< purge transactions committed
-    metrics::counter& purge_failures;     ///< purge transactions that failed
-    metrics::latency_histogram latency;   ///< place request to answer, as the gateway sees it
+    metrics::counter& placed;            ///< bets placed (first execution)
+    metrics::counter& rejected;          ///< refusals stored on their key (first execution)
+    metrics::counter& replayed;          ///< stored results returned again
+    metrics::counter& key_reused;        ///< idempotency_key_reused
+    metrics::counter& busy;              ///< answered busy, whatever the reason
+    metrics::counter& failed;            ///< unexpected errors (answered "internal")
+    metrics::counter& invalid;           ///< refused by validation before any actor
+    metrics::counter& lock_timeouts;     ///< SQLSTATE 55P03 inside fulltime_place
+    metrics::counter& retries;           ///< re-executions after a lock timeout or deadlock
+    metrics::counter& reconnects;        ///< re-executions on a fresh connection
+    metrics::counter& busy_queue_full;   ///< an actor's queue was at its bound
+    metrics::counter& busy_deadline;     ///< the request's deadline passed first
+    metrics::counter& busy_locked;       ///< lock timeouts beyond placement.lock_retries_max
+    metrics::counter& busy_unavailable;  ///< no usable connection (pool timeout, lost server)
+    metrics::counter& purged_keys;       ///< idempotency keys deleted by the purge actor
+    metrics::counter& purge_batches;     ///< purge transactions committed
+    metrics::counter& purge_failures;    ///< purge transactions that failed
+    metrics::latency_histogram latency;  ///< place request to answer, as the gateway sees it
 };
 
 /// Starts and owns the placement actors and the idempotency purge actor.

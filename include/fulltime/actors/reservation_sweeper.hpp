@@ -1,6 +1,6 @@
 #pragma once
-/// The reservation-deadline sweeper (docs/design.md: "A reservation whose settlement never comes has
-/// an owner and a deadline"). A reservation is an open bet: a bet with no settlement effect in
+/// The reservation-deadline sweeper (docs/design.md: "A reservation whose settlement never comes
+/// has an owner and a deadline"). A reservation is an open bet: a bet with no settlement effect in
 /// force. Its owner is its market, its deadline the market's (fulltime_reservation_deadline in
 /// db/migrations/0008_terminal_states.sql: settle_deadline_at + reservations.grace_s, or
 /// created_at + reservations.default_deadline_s).

@@ -13,15 +13,15 @@ namespace fulltime {
 
 /// Holds the settings of one connection pool.
 struct pool_settings {
-    std::size_t size_max = 0;        ///< connections the pool may open
-    std::size_t queue_max = 0;       ///< waiters beyond which acquire fails at once
-    std::int64_t wait_ms_max = 0;    ///< longest an acquire waits for a connection
+    std::size_t size_max = 0;      ///< connections the pool may open
+    std::size_t queue_max = 0;     ///< waiters beyond which acquire fails at once
+    std::int64_t wait_ms_max = 0;  ///< longest an acquire waits for a connection
 };
 
 /// Holds settings shared by every database connection.
 struct database_settings {
-    std::string url;                  ///< libpq conninfo or URI; empty: embedded cluster
-    std::string read_url;             ///< for the `read` pool; empty: same as url
+    std::string url;       ///< libpq conninfo or URI; empty: embedded cluster
+    std::string read_url;  ///< for the `read` pool; empty: same as url
     std::int64_t connect_timeout_ms = 0;
     std::int64_t statement_timeout_ms = 0;  ///< applied per transaction with SET LOCAL
     std::int64_t query_timeout_ms = 0;      ///< client-side deadline on one round trip
@@ -33,9 +33,9 @@ struct database_settings {
 
 /// Holds settings of the private cluster `fulltime serve` starts when no url is configured.
 struct embedded_settings {
-    std::string bin_dir;              ///< PostgreSQL server binaries (initdb, pg_ctl, postgres)
+    std::string bin_dir;  ///< PostgreSQL server binaries (initdb, pg_ctl, postgres)
     std::int64_t start_timeout_ms = 0;
-    std::string run_as_user;          ///< cluster owner when the engine runs as root
+    std::string run_as_user;  ///< cluster owner when the engine runs as root
 };
 
 /// Holds settings of the HTTP/WebSocket gateway.
@@ -52,31 +52,31 @@ struct gateway_settings {
 
 /// Holds settings of the actor system.
 struct actor_settings {
-    std::size_t scheduler_threads = 0;  ///< 0: CAF's default (one per core)
-    std::string scheduler_policy;       ///< "sharing" (workers sleep when idle) or "stealing"
-    std::int64_t request_timeout_ms = 0; ///< deadline of a gateway-to-actor request
+    std::size_t scheduler_threads = 0;    ///< 0: CAF's default (one per core)
+    std::string scheduler_policy;         ///< "sharing" (workers sleep when idle) or "stealing"
+    std::int64_t request_timeout_ms = 0;  ///< deadline of a gateway-to-actor request
 };
 
 /// Holds settings of the placement path.
 struct placement_settings {
-    std::size_t actors = 0;                  ///< placement actors, each owning one connection
-    std::int64_t lock_timeout_ms = 0;        ///< SET LOCAL lock_timeout of a placement
-    std::size_t lock_retries_max = 0;        ///< retries after a lock timeout, then `busy`
-    std::int64_t idempotency_retention_s = 0; ///< keys older than this are purged
-    std::size_t purge_batch_max = 0;         ///< keys deleted per purge transaction
-    std::int64_t purge_interval_ms = 0;      ///< pause between purge rounds
-    std::int64_t purge_lock_timeout_ms = 50;  ///< SET LOCAL lock_timeout of a purge transaction
+    std::size_t actors = 0;                    ///< placement actors, each owning one connection
+    std::int64_t lock_timeout_ms = 0;          ///< SET LOCAL lock_timeout of a placement
+    std::size_t lock_retries_max = 0;          ///< retries after a lock timeout, then `busy`
+    std::int64_t idempotency_retention_s = 0;  ///< keys older than this are purged
+    std::size_t purge_batch_max = 0;           ///< keys deleted per purge transaction
+    std::int64_t purge_interval_ms = 0;        ///< pause between purge rounds
+    std::int64_t purge_lock_timeout_ms = 50;   ///< SET LOCAL lock_timeout of a purge transaction
 };
 
 /// Holds settings of the settlement path.
 struct settlement_settings {
-    std::size_t batch_bets_max = 0;      ///< bets settled per batch transaction, at most
-    std::size_t batches_in_flight = 0;   ///< batch transactions at once, over all markets
-    std::int64_t lock_timeout_ms = 0;    ///< SET LOCAL lock_timeout of a batch; a timeout retries
-    std::int64_t retry_delay_ms = 0;     ///< pause before retrying a failed or fenced step
-    std::int64_t poll_interval_ms = 0;   ///< scan for markets with unapplied events
-    std::int64_t duty_percent = 0;       ///< 1..100: share of time a market's batches may run
-    std::int64_t push_interval_ms = 0;   ///< outbox scan for bet_settled pushes
+    std::size_t batch_bets_max = 0;     ///< bets settled per batch transaction, at most
+    std::size_t batches_in_flight = 0;  ///< batch transactions at once, over all markets
+    std::int64_t lock_timeout_ms = 0;   ///< SET LOCAL lock_timeout of a batch; a timeout retries
+    std::int64_t retry_delay_ms = 0;    ///< pause before retrying a failed or fenced step
+    std::int64_t poll_interval_ms = 0;  ///< scan for markets with unapplied events
+    std::int64_t duty_percent = 0;      ///< 1..100: share of time a market's batches may run
+    std::int64_t push_interval_ms = 0;  ///< outbox scan for bet_settled pushes
 };
 
 // The lock settings split off placement's (feed, admin, placement.purge_lock_timeout_ms) start
@@ -122,14 +122,14 @@ struct market_defaults {
     std::int64_t stake_min_minor = 0;
     std::int64_t stake_max_minor = 0;
     std::int64_t liability_limit_minor = 0;
-    std::size_t exposure_shards = 0;         ///< shard rows per market (1..64)
+    std::size_t exposure_shards = 0;  ///< shard rows per market (1..64)
 };
 
 /// Holds the whole configuration, validated.
 struct config {
     std::string state_dir;
-    std::string token_secret;         ///< empty: read or create <state_dir>/token_secret
-    std::string log_level;            ///< "debug", "info", "warn" or "error"
+    std::string token_secret;  ///< empty: read or create <state_dir>/token_secret
+    std::string log_level;     ///< "debug", "info", "warn" or "error"
     database_settings database;
     embedded_settings embedded;
     gateway_settings gateway;

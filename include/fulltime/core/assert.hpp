@@ -9,11 +9,11 @@ namespace fulltime::detail {
 [[noreturn]] void assertion_failed(const char* expr, const char* file, int line) noexcept;
 }  // namespace fulltime::detail
 
-#define FULLTIME_ASSERT(expr)                                               \
-    do {                                                                    \
-        if (!(expr)) {                                                      \
+#define FULLTIME_ASSERT(expr)                                                \
+    do {                                                                     \
+        if (!(expr)) {                                                       \
             ::fulltime::detail::assertion_failed(#expr, __FILE__, __LINE__); \
-        }                                                                   \
+        }                                                                    \
     } while (false)
 
 #ifdef NDEBUG

@@ -97,7 +97,7 @@ struct placed_bet {
     std::int64_t selection_id = 0;
     std::int64_t stake_minor = 0;
     std::int64_t odds_units = 0;
-    std::string placed_at;  ///< ISO 8601 UTC with microseconds
+    std::string placed_at;             ///< ISO 8601 UTC with microseconds
     std::int64_t available_minor = 0;  ///< the balance right after the placement
     std::int64_t reserved_minor = 0;
     std::string currency;
@@ -154,8 +154,8 @@ struct bet_line {
     placed_bet bet;  ///< available/reserved/currency unused
     std::string currency;
     bool settled = false;
-    std::int32_t version = 0;        ///< of the effective settlement, when settled
-    std::string outcome;             ///< won, lost, void, half_won, half_lost, dead_heat
+    std::int32_t version = 0;  ///< of the effective settlement, when settled
+    std::string outcome;       ///< won, lost, void, half_won, half_lost, dead_heat
     std::int64_t payout_minor = 0;
 };
 

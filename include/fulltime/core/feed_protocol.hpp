@@ -1,8 +1,9 @@
 #pragma once
-/// Parsing and validation of the messages of the result feed (docs/protocol-feed.md): the catalog messages (`market`, `odds`, `suspend`, `resume`) and the result
-/// events (`result`, `rollback_result`, `cancel`, `rollback_cancel`), and of the operator API's
-/// bodies (create account, deposit, withdrawal). Pure functions: no database, no sockets, so
-/// every rule is unit-tested on its own.
+/// Parsing and validation of the messages of the result feed (docs/protocol-feed.md): the catalog
+/// messages (`market`, `odds`, `suspend`, `resume`) and the result events (`result`,
+/// `rollback_result`, `cancel`, `rollback_cancel`), and of the operator API's bodies (create
+/// account, deposit, withdrawal). Pure functions: no database, no sockets, so every rule is
+/// unit-tested on its own.
 ///
 /// Every refusal carries one English sentence naming the field and what is wrong with it, fit
 /// for a client; the wire code is always `invalid_request`.

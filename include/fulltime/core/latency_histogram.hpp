@@ -16,7 +16,7 @@ class latency_histogram {
 public:
     /// Upper bounds of the buckets, in microseconds; the last bucket is +Inf.
     static constexpr std::array<std::int64_t, 16> bounds_us = {
-        250,    500,    1'000,   2'000,   5'000,   10'000,  20'000,    50'000,
+        250,     500,     1'000,   2'000,     5'000,     10'000,    20'000,     50'000,
         100'000, 200'000, 500'000, 1'000'000, 2'000'000, 5'000'000, 10'000'000, INT64_MAX};
 
     /// Records one duration.

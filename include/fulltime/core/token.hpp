@@ -29,7 +29,7 @@ struct claims {
 
 /// Names why a token was refused.
 enum class verify_error {
-    malformed = 1,   ///< not three parts, bad base64url, too long, bad payload
+    malformed = 1,  ///< not three parts, bad base64url, too long, bad payload
     bad_signature,
     expired,
 };

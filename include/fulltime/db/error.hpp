@@ -51,7 +51,6 @@ template <class T>
 using outcome = boost::system::result<T, failure>;
 
 /// Throws a failure as std::runtime_error; used by boost::system::result::value().
-[[noreturn]] void throw_exception_from_error(const failure& f,
-                                             const boost::source_location& loc);
+[[noreturn]] void throw_exception_from_error(const failure& f, const boost::source_location& loc);
 
 }  // namespace fulltime::db

@@ -30,11 +30,11 @@ struct pool_stats {
     std::size_t waiting = 0;
     std::size_t opening = 0;
     std::uint64_t acquired_total = 0;
-    std::uint64_t timeouts_total = 0;      ///< acquires that gave up after wait_ms_max
-    std::uint64_t rejected_total = 0;      ///< acquires refused because the queue was full
-    std::uint64_t broken_total = 0;        ///< connections discarded as broken
+    std::uint64_t timeouts_total = 0;  ///< acquires that gave up after wait_ms_max
+    std::uint64_t rejected_total = 0;  ///< acquires refused because the queue was full
+    std::uint64_t broken_total = 0;    ///< connections discarded as broken
     std::uint64_t connect_failures_total = 0;
-    std::int64_t wait_us_max = 0;          ///< longest wait for a connection since start
+    std::int64_t wait_us_max = 0;  ///< longest wait for a connection since start
 };
 
 class pool;

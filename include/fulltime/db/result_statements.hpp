@@ -1,7 +1,7 @@
 #pragma once
 /// The result-event intake: a producer's `result`, `rollback_result`, `cancel` or
-/// `rollback_cancel` stored in result_events exactly once (docs/design.md "Settlement"; the rules are
-/// in db/functions/fulltime_record_result.sql and docs/protocol-feed.md). Each message is one
+/// `rollback_cancel` stored in result_events exactly once (docs/design.md "Settlement"; the rules
+/// are in db/functions/fulltime_record_result.sql and docs/protocol-feed.md). Each message is one
 /// short transaction, acknowledged only after it committed. Also the listing of a market's
 /// stored events for its producer.
 
@@ -51,7 +51,7 @@ boost::asio::awaitable<outcome<result_event_record>> record_result_event(
 /// received_at, applied_at, skipped, refusal), newest first, as one JSON array built by
 /// PostgreSQL; "[]" for a market without events.
 boost::asio::awaitable<outcome<std::string>> list_result_events_json(connection& conn,
-                                                                    std::int64_t market_id,
-                                                                    std::int64_t limit);
+                                                                     std::int64_t market_id,
+                                                                     std::int64_t limit);
 
 }  // namespace fulltime::db
