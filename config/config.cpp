@@ -209,8 +209,12 @@ json parse_json(std::string_view text, const std::string& origin) {
 
 }  // namespace
 
-config load_config(const std::optional<std::string>& path,
-                   const std::map<std::string, std::string>& environment) {
+namespace {
+
+// The defaults, overlaid by the file at `path` (if any) and then by the FULLTIME_* variables of
+// `environment`; an unknown variable is refused.
+json merged_document(const std::optional<std::string>& path,
+                     const std::map<std::string, std::string>& environment) {
     json doc = parse_json(resources::default_config(), "built-in defaults");
 
     if (path) {
@@ -238,9 +242,10 @@ config load_config(const std::optional<std::string>& path,
                  " (see docs/config.md for the names that exist)");
         }
     }
+    return doc;
+}
 
-    const reader r(doc);
-    config c;
+void read_general(const reader& r, config& c) {
     c.state_dir = r.string("state_dir", false);
     c.token_secret = r.string("token_secret", true);
     if (!c.token_secret.empty() && c.token_secret.size() < 16) {
@@ -252,8 +257,10 @@ config load_config(const std::optional<std::string>& path,
         fail("'log_level' must be debug, info, warn or error, got '" + c.log_level + "'");
     }
     parse_listen(r.string("listen", false), c.gateway);
+}
 
-    auto& d = c.database;
+database_settings read_database(const reader& r) {
+    database_settings d;
     d.url = r.string("database.url", true);
     d.read_url = r.string("database.read_url", true);
     d.connect_timeout_ms = r.timeout_ms("database.connect_timeout_ms");
@@ -263,12 +270,19 @@ config load_config(const std::optional<std::string>& path,
     d.settlement = read_pool(r, "settlement");
     d.read = read_pool(r, "read");
     d.background = read_pool(r, "background");
+    return d;
+}
 
-    c.embedded.bin_dir = r.string("embedded.bin_dir", false);
-    c.embedded.start_timeout_ms = r.timeout_ms("embedded.start_timeout_ms");
-    c.embedded.run_as_user = r.string("embedded.run_as_user", false);
+embedded_settings read_embedded(const reader& r) {
+    embedded_settings e;
+    e.bin_dir = r.string("embedded.bin_dir", false);
+    e.start_timeout_ms = r.timeout_ms("embedded.start_timeout_ms");
+    e.run_as_user = r.string("embedded.run_as_user", false);
+    return e;
+}
 
-    auto& g = c.gateway;
+// The host and port come from `listen` (read_general); the rest from the gateway section.
+void read_gateway(const reader& r, gateway_settings& g) {
     g.connections_max = r.size("gateway.connections_max", 1, limits::connections_max);
     g.frame_bytes_max = r.size("gateway.frame_bytes_max", 256, limits::frame_bytes_max);
     g.inflight_per_connection_max =
@@ -276,25 +290,31 @@ config load_config(const std::optional<std::string>& path,
     g.handshake_timeout_ms = r.timeout_ms("gateway.handshake_timeout_ms");
     g.idle_timeout_ms = r.timeout_ms("gateway.idle_timeout_ms");
     g.shutdown_deadline_ms = r.timeout_ms("gateway.shutdown_deadline_ms");
+}
 
-    c.actors.scheduler_threads = r.size("actors.scheduler_threads", 0, 256);
-    c.actors.request_timeout_ms = r.timeout_ms("actors.request_timeout_ms");
-    c.actors.scheduler_policy = r.string("actors.scheduler_policy", false);
-    if (c.actors.scheduler_policy != "sharing" && c.actors.scheduler_policy != "stealing") {
-        fail("'actors.scheduler_policy' must be sharing or stealing, got '" +
-             c.actors.scheduler_policy + "'");
+actor_settings read_actors(const reader& r) {
+    actor_settings a;
+    a.scheduler_threads = r.size("actors.scheduler_threads", 0, limits::scheduler_threads_max);
+    a.request_timeout_ms = r.timeout_ms("actors.request_timeout_ms");
+    a.scheduler_policy = r.string("actors.scheduler_policy", false);
+    if (a.scheduler_policy != "sharing" && a.scheduler_policy != "stealing") {
+        fail("'actors.scheduler_policy' must be sharing or stealing, got '" + a.scheduler_policy +
+             "'");
     }
+    return a;
+}
 
-    auto& p = c.placement;
+placement_settings read_placement(const reader& r, const pool_settings& pool) {
+    placement_settings p;
     // 0: one actor per placement connection.
     p.actors = r.size("placement.actors", 0, limits::pool_size_max);
     if (p.actors == 0) {
-        p.actors = d.placement.size_max;
+        p.actors = pool.size_max;
     }
-    if (p.actors > d.placement.size_max) {
+    if (p.actors > pool.size_max) {
         fail("'placement.actors' (" + std::to_string(p.actors) +
              ") must not exceed 'database.pools.placement.size_max' (" +
-             std::to_string(d.placement.size_max) + "): each actor owns one connection");
+             std::to_string(pool.size_max) + "): each actor owns one connection");
     }
     p.lock_timeout_ms = r.timeout_ms("placement.lock_timeout_ms");
     p.lock_retries_max =
@@ -304,39 +324,42 @@ config load_config(const std::optional<std::string>& path,
     p.purge_batch_max = r.size("placement.purge_batch_max", 1, limits::purge_batch_keys_max);
     p.purge_interval_ms = r.timeout_ms("placement.purge_interval_ms");
     p.purge_lock_timeout_ms = r.timeout_ms("placement.purge_lock_timeout_ms");
+    return p;
+}
 
-    auto& st = c.settlement;
+settlement_settings read_settlement(const reader& r, const pool_settings& pool) {
+    settlement_settings st;
     st.batch_bets_max = r.size("settlement.batch_bets_max", 1, limits::settlement_batch_bets_max);
     // 0: one batch per settlement connection.
     st.batches_in_flight = r.size("settlement.batches_in_flight", 0, limits::pool_size_max);
     if (st.batches_in_flight == 0) {
-        st.batches_in_flight = d.settlement.size_max;
+        st.batches_in_flight = pool.size_max;
     }
-    if (st.batches_in_flight > d.settlement.size_max) {
+    if (st.batches_in_flight > pool.size_max) {
         fail("'settlement.batches_in_flight' (" + std::to_string(st.batches_in_flight) +
              ") must not exceed 'database.pools.settlement.size_max' (" +
-             std::to_string(d.settlement.size_max) + "): each batch holds one connection");
+             std::to_string(pool.size_max) + "): each batch holds one connection");
     }
     st.lock_timeout_ms = r.timeout_ms("settlement.lock_timeout_ms");
     st.retry_delay_ms = r.timeout_ms("settlement.retry_delay_ms");
     st.poll_interval_ms = r.timeout_ms("settlement.poll_interval_ms");
     st.duty_percent = r.integer("settlement.duty_percent", 1, 100);
     st.push_interval_ms = r.timeout_ms("settlement.push_interval_ms");
+    return st;
+}
 
-    c.feed.lock_timeout_ms = r.timeout_ms("feed.lock_timeout_ms");
-    c.feed.lock_retries_max = r.size("feed.lock_retries_max", 0, limits::gateway_lock_retries_max);
-    c.admin.lock_timeout_ms = r.timeout_ms("admin.lock_timeout_ms");
-    c.admin.lock_retries_max =
-        r.size("admin.lock_retries_max", 0, limits::gateway_lock_retries_max);
-
-    auto& rs = c.reservations;
+reservation_settings read_reservations(const reader& r) {
+    reservation_settings rs;
     rs.grace_s = r.integer("reservations.grace_s", 0, limits::reservation_deadline_s_max);
     rs.default_deadline_s =
         r.integer("reservations.default_deadline_s", 60, limits::reservation_deadline_s_max);
     rs.sweep_interval_ms = r.timeout_ms("reservations.sweep_interval_ms");
     rs.sweep_batch_size = r.size("reservations.sweep_batch_size", 1, limits::sweep_batch_bets_max);
+    return rs;
+}
 
-    auto& rc = c.reconcile;
+reconcile_settings read_reconcile(const reader& r) {
+    reconcile_settings rc;
     rc.interval_ms = r.integer("reconcile.interval_ms", 0, limits::reconcile_interval_ms_max);
     rc.chunk_accounts = r.size("reconcile.chunk_accounts", 1, limits::reconcile_chunk_accounts_max);
     rc.chunk_transfers =
@@ -345,14 +368,42 @@ config load_config(const std::optional<std::string>& path,
     rc.lock_timeout_ms = r.timeout_ms("reconcile.lock_timeout_ms");
     rc.statement_timeout_ms = r.timeout_ms("reconcile.statement_timeout_ms");
     rc.run_timeout_ms = r.timeout_ms("reconcile.run_timeout_ms");
+    return rc;
+}
 
-    auto& m = c.markets;
+market_defaults read_markets(const reader& r) {
+    market_defaults m;
     m.stake_min_minor = r.integer("markets.stake_min_minor", 1, limits::amount_minor_max);
     m.stake_max_minor =
         r.integer("markets.stake_max_minor", m.stake_min_minor, limits::amount_minor_max);
     m.liability_limit_minor =
         r.integer("markets.liability_limit_minor", 1, limits::amount_minor_max);
-    m.exposure_shards = r.size("markets.exposure_shards", 1, 64);
+    m.exposure_shards = r.size("markets.exposure_shards", 1, limits::exposure_shards_max);
+    return m;
+}
+
+}  // namespace
+
+config load_config(const std::optional<std::string>& path,
+                   const std::map<std::string, std::string>& environment) {
+    const json doc = merged_document(path, environment);
+    const reader r(doc);
+    config c;
+    read_general(r, c);
+    c.database = read_database(r);
+    c.embedded = read_embedded(r);
+    read_gateway(r, c.gateway);
+    c.actors = read_actors(r);
+    c.placement = read_placement(r, c.database.placement);
+    c.settlement = read_settlement(r, c.database.settlement);
+    c.feed.lock_timeout_ms = r.timeout_ms("feed.lock_timeout_ms");
+    c.feed.lock_retries_max = r.size("feed.lock_retries_max", 0, limits::gateway_lock_retries_max);
+    c.admin.lock_timeout_ms = r.timeout_ms("admin.lock_timeout_ms");
+    c.admin.lock_retries_max =
+        r.size("admin.lock_retries_max", 0, limits::gateway_lock_retries_max);
+    c.reservations = read_reservations(r);
+    c.reconcile = read_reconcile(r);
+    c.markets = read_markets(r);
     return c;
 }
 

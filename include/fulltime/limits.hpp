@@ -104,7 +104,17 @@ inline constexpr std::size_t diagnostics_refused_events_max = 20;
 /// statement that builds its JSON in PostgreSQL, so the answer stays small.
 inline constexpr std::size_t market_events_listed_max = 100;
 
+// --- Actors ------------------------------------------------------------------------------------
+
+/// Upper bound on the configurable CAF scheduler threads (`actors.scheduler_threads`); far above
+/// any core count this engine is sized for, so a typo cannot start thousands of threads.
+inline constexpr std::size_t scheduler_threads_max = 256;
+
 // --- Placement ---------------------------------------------------------------------------------
+
+/// Exposure shard rows one market may spread its liability over (`markets.exposure_shards`).
+/// The schema's CHECK on markets.exposure_shards holds the same bound (0001_baseline.sql).
+inline constexpr std::size_t exposure_shards_max = 64;
 
 /// Requests waiting in one placement actor's queue (the one running excluded). Beyond it a
 /// request is answered `busy` at once: at a few milliseconds per placement, a full queue is
