@@ -159,18 +159,8 @@ BEGIN
 
     -- The chunk's open drifts that this comparison did not find are gone (an operator fixed the
     -- row or the ledger): closed, with the run that established it.
-    WITH r AS (
-        UPDATE incidents i
-        SET resolved_at = now(),
-            resolution = 'not found by the reconciliation run started at '
-                         || to_char(p_run_started AT TIME ZONE 'UTC',
-                                    'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')
-        WHERE i.kind = 'balance_drift' AND i.resolved_at IS NULL
-          AND i.account_id > p_after_account AND i.account_id <= v_upper
-          AND i.subject <> ALL (coalesce(v_subjects, '{}'::text[]))
-        RETURNING 1
-    )
-    SELECT count(*) INTO resolved FROM r;
+    resolved := fulltime_reconcile_close_unseen('balance_drift', v_subjects, p_run_started,
+                                                p_after_account, v_upper);
 END;
 $$;
 

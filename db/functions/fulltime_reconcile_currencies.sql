@@ -33,17 +33,7 @@ BEGIN
 
     -- Called only after a complete pass over the ledger: an open imbalance it did not find is
     -- gone.
-    WITH r AS (
-        UPDATE incidents i
-        SET resolved_at = now(),
-            resolution = 'not found by the reconciliation run started at '
-                         || to_char(p_run_started AT TIME ZONE 'UTC',
-                                    'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')
-        WHERE i.kind = 'currency_imbalance' AND i.resolved_at IS NULL
-          AND i.subject <> ALL (v_subjects)
-        RETURNING 1
-    )
-    SELECT count(*) INTO resolved FROM r;
+    resolved := fulltime_reconcile_close_unseen('currency_imbalance', v_subjects, p_run_started);
 END;
 $$;
 

@@ -111,19 +111,8 @@ BEGIN
 
     -- The chunk's open mismatches that it did not find again (the last chunk's range is open-
     -- ended) are gone.
-    WITH r AS (
-        UPDATE incidents i
-        SET resolved_at = now(),
-            resolution = 'not found by the reconciliation run started at '
-                         || to_char(p_run_started AT TIME ZONE 'UTC',
-                                    'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')
-        WHERE i.kind = 'currency_mismatch' AND i.resolved_at IS NULL
-          AND (i.details->>'transfer_id')::bigint > p_after_transfer
-          AND (i.details->>'transfer_id')::bigint <= v_upper
-          AND i.subject <> ALL (coalesce(v_subjects, '{}'::text[]))
-        RETURNING 1
-    )
-    SELECT count(*) INTO resolved FROM r;
+    resolved := fulltime_reconcile_close_unseen('currency_mismatch', v_subjects, p_run_started,
+                                                p_after_transfer, v_upper);
 END;
 $$;
 
