@@ -234,10 +234,15 @@ json merged_document(const std::optional<std::string>& path,
     }
     std::set<std::string> used{"FULLTIME_CONFIG", "FULLTIME_READ_DATABASE_URL"};
     apply_environment(doc, "", env, used);
+    // The variables of the repository's scripts and test harness (scripts/lib.sh, scripts/build,
+    // tests/e2e): a shell that exported them for a script may start the engine too.
+    // FULLTIME_TEST_* is the test harness's whole family.
+    static const std::set<std::string, std::less<>> scripts_own{
+        "FULLTIME_BUILD_DIR", "FULLTIME_SKIP_DEPS", "FULLTIME_SANITIZE", "FULLTIME_ROOT",
+        "FULLTIME_BINARY"};
     for (const auto& [name, value] : environment) {
-        // FULLTIME_TEST_* belongs to the test harness (scripts/test), not to the engine.
         if (name.rfind("FULLTIME_", 0) == 0 && name.rfind("FULLTIME_TEST_", 0) != 0 &&
-            !used.contains(name)) {
+            !scripts_own.contains(name) && !used.contains(name)) {
             fail("unknown environment variable " + name +
                  " (see docs/config.md for the names that exist)");
         }

@@ -65,7 +65,9 @@ TEST_CASE("environment variables override the file") {
                                       {"FULLTIME_STATE_DIR", "/srv/ft"},
                                       {"FULLTIME_READ_DATABASE_URL", "host=/replica"},
                                       {"FULLTIME_DATABASE_POOLS_READ_SIZE_MAX", "12"},
-                                      {"FULLTIME_TEST_DATABASE_URL", "ignored by the engine"}});
+                                      {"FULLTIME_TEST_DATABASE_URL", "ignored by the engine"},
+                                      {"FULLTIME_SKIP_DEPS", "1"},  // scripts/build's own
+                                      {"FULLTIME_BUILD_DIR", "/tmp/b"}});
     CHECK(c.database.url == "host=/env");
     CHECK(c.database.read_url == "host=/replica");
     CHECK(c.gateway.host == "0.0.0.0");
