@@ -75,7 +75,7 @@ asio::awaitable<sweep_report> sweep_reservations(db::pool& pool, reservation_set
             std::chrono::steady_clock::now() - start);
         return report;
     };
-    const auto batch = static_cast<std::int64_t>(settings.sweep_batch_size);
+    const auto batch = static_cast<std::int64_t>(settings.sweep_batch_bets_max);
     std::int64_t after_market = 0;
     while (true) {
         if (memory->stopped) {

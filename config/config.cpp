@@ -359,7 +359,8 @@ reservation_settings read_reservations(const reader& r) {
     rs.default_deadline_s =
         r.integer("reservations.default_deadline_s", 60, limits::reservation_deadline_s_max);
     rs.sweep_interval_ms = r.timeout_ms("reservations.sweep_interval_ms");
-    rs.sweep_batch_size = r.size("reservations.sweep_batch_size", 1, limits::sweep_batch_bets_max);
+    rs.sweep_batch_bets_max =
+        r.size("reservations.sweep_batch_bets_max", 1, limits::sweep_batch_bets_max);
     return rs;
 }
 

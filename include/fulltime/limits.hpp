@@ -160,12 +160,12 @@ inline constexpr std::int64_t sweep_markets_per_page = 200;
 /// Markets the sweeper remembers as clean; past this the memory starts again from nothing (the
 /// next sweep re-reads every market past its deadline once), so it cannot grow without bound.
 inline constexpr std::size_t sweep_clean_markets_max = 100'000;
-/// Chunks of one market a sweep reads: 10^4 chunks of `reservations.sweep_batch_size` bets
+/// Chunks of one market a sweep reads: 10^4 chunks of `reservations.sweep_batch_bets_max` bets
 /// (10^7 bets at the default) before the sweep gives up on the market and reports what it
 /// counted so far.
 inline constexpr std::size_t sweep_chunks_per_market_max = 10'000;
 /// Upper bound on the configurable bets one sweep statement reads
-/// (`reservations.sweep_batch_size`).
+/// (`reservations.sweep_batch_bets_max`).
 inline constexpr std::size_t sweep_batch_bets_max = 100'000;
 /// Upper bound on the configurable reservation grace and default deadline, in seconds (366
 /// days).

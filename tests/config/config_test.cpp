@@ -104,6 +104,8 @@ TEST_CASE("unknown keys, wrong types and bad values are one-line errors") {
     check_error(R"({"settlement":{"batch_bets_max":0}})",
                 "'settlement.batch_bets_max' must be between");
     check_error(R"({"settlement":{"batch_size":500}})", "unknown key 'settlement.batch_size'");
+    check_error(R"({"reservations":{"sweep_batch_size":500}})",
+                "unknown key 'reservations.sweep_batch_size'");
     check_error(R"({"feed":{"lock_timeout_ms":0}})", "'feed.lock_timeout_ms' must be between");
     check_error(R"({"admin":{"lock_retries_max":101}})",
                 "'admin.lock_retries_max' must be between 0 and 100");
@@ -149,7 +151,7 @@ TEST_CASE("reservation defaults and bounds") {
     CHECK(cfg.reservations.grace_s == 3600);
     CHECK(cfg.reservations.default_deadline_s == 7 * 86400);
     CHECK(cfg.reservations.sweep_interval_ms == 60000);
-    CHECK(cfg.reservations.sweep_batch_size == 1000);
+    CHECK(cfg.reservations.sweep_batch_bets_max == 1000);
     const auto env = load_config(std::nullopt, {{"FULLTIME_RESERVATIONS_GRACE_S", "0"}});
     CHECK(env.reservations.grace_s == 0);
     CHECK(error_of(std::nullopt, {{"FULLTIME_RESERVATIONS_DEFAULT_DEADLINE_S", "59"}})
@@ -157,8 +159,9 @@ TEST_CASE("reservation defaults and bounds") {
           std::string::npos);
     CHECK(error_of(std::nullopt, {{"FULLTIME_RESERVATIONS_GRACE_S", "-1"}})
               .find("'reservations.grace_s' must be between 0 and") != std::string::npos);
-    CHECK(error_of(std::nullopt, {{"FULLTIME_RESERVATIONS_SWEEP_BATCH_SIZE", "0"}})
-              .find("'reservations.sweep_batch_size' must be between 1 and") != std::string::npos);
+    CHECK(error_of(std::nullopt, {{"FULLTIME_RESERVATIONS_SWEEP_BATCH_BETS_MAX", "0"}})
+              .find("'reservations.sweep_batch_bets_max' must be between 1 and") !=
+          std::string::npos);
 }
 
 TEST_CASE("reconcile defaults and bounds") {

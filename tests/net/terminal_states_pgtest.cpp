@@ -45,7 +45,7 @@ void terminal_states_config(fulltime::config& cfg) {
     cfg.reservations.grace_s = 600;
     cfg.reservations.default_deadline_s = 86400;
     cfg.reservations.sweep_interval_ms = 100;
-    cfg.reservations.sweep_batch_size = 2;  // several chunks per market
+    cfg.reservations.sweep_batch_bets_max = 2;  // several chunks per market
     // stake_min_minor, stake_max_minor, liability_limit_minor, exposure_shards
     cfg.markets = fulltime::market_defaults{1, 100000000, 1000000000000, 2};
 }

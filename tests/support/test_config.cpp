@@ -40,7 +40,7 @@ config test_config(const std::string& database_url) {
     cfg.reservations.grace_s = 600;
     cfg.reservations.default_deadline_s = 86400;
     cfg.reservations.sweep_interval_ms = 100;
-    cfg.reservations.sweep_batch_size = 100;
+    cfg.reservations.sweep_batch_bets_max = 100;
 
     cfg.reconcile.interval_ms = 0;  // on demand only, unless a test asks otherwise
     cfg.reconcile.chunk_accounts = 1000;

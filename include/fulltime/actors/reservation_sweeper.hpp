@@ -7,7 +7,7 @@
 ///
 /// Every `reservations.sweep_interval_ms` one actor runs a sweep on the `background` pool:
 /// markets in id order, a page at a time; for each market past its deadline, its bets in
-/// chunks of `reservations.sweep_batch_size`, each chunk one short read-only statement (no row
+/// chunks of `reservations.sweep_batch_bets_max`, each chunk one short read-only statement (no row
 /// locks, no balance row read); then one statement that opens, updates or resolves the
 /// market's overdue_reservation incident (subject market:<id>). It never moves money:
 /// releasing the reservations is the operator's decision (`fulltime void-overdue`).

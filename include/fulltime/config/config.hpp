@@ -100,10 +100,10 @@ struct admin_settings {
 
 /// Holds settings of reservation deadlines and the overdue-reservation sweeper.
 struct reservation_settings {
-    std::int64_t grace_s = 0;             ///< added to a market's settle_deadline_at
-    std::int64_t default_deadline_s = 0;  ///< deadline after created_at without settle_deadline_at
-    std::int64_t sweep_interval_ms = 0;   ///< pause between two sweeps
-    std::size_t sweep_batch_size = 0;     ///< bets read per sweep statement
+    std::int64_t grace_s = 0;              ///< added to a market's settle_deadline_at
+    std::int64_t default_deadline_s = 0;   ///< deadline after created_at without settle_deadline_at
+    std::int64_t sweep_interval_ms = 0;    ///< pause between two sweeps
+    std::size_t sweep_batch_bets_max = 0;  ///< bets read per sweep statement
 };
 
 /// Holds settings of the reconciliation (the ledger summed and compared with the balance rows).
