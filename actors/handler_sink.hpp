@@ -13,8 +13,9 @@
 
 namespace fulltime::actors::detail {
 
-/// Holds the coroutine's completion handler and keeps its executor busy until the answer is
-/// posted to it; answers busy from its destructor when dropped unanswered.
+/// Holds the coroutine's completion handler (signature void(place_result, time_point answered))
+/// and keeps its executor busy until the answer is posted to it; answers busy from its destructor
+/// when dropped unanswered.
 template <class Handler>
 class handler_sink final : public reply_sink {
 public:
@@ -43,11 +44,12 @@ private:
     void post(bets::place_result result) {
         done_ = true;
         auto executor = work_.get_executor();
-        boost::asio::post(executor, [handler = std::move(handler_), work = std::move(work_),
-                                     result = std::move(result)]() mutable {
-            work.reset();
-            std::move(handler)(std::move(result));
-        });
+        boost::asio::post(executor,
+                          [handler = std::move(handler_), work = std::move(work_),
+                           result = std::move(result), answered = steady::now()]() mutable {
+                              work.reset();
+                              std::move(handler)(std::move(result), answered);
+                          });
     }
 
     Handler handler_;

@@ -1,19 +1,17 @@
 // One placement actor. See placement.hpp for the threading model: the actor holds a queue of
-// requests; each group of them runs on the io_context, which answers each request's sink and
-// then tells the actor the group is done.
+// requests and runs them in groups on its connection, all on one event loop's thread.
 
 #include "actors/placement_actor.hpp"
 
-#include "actors/io_handoff.hpp"
 #include "fulltime/core/assert.hpp"
 #include "fulltime/core/metrics.hpp"
 #include "fulltime/limits.hpp"
 
-#include <caf/all.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/post.hpp>
 
-#include <deque>
-#include <string>
-#include <vector>
+#include <algorithm>
 
 namespace fulltime::actors::detail {
 
@@ -21,127 +19,108 @@ namespace asio = boost::asio;
 
 namespace {
 
-using placed_atom = caf::atom_constant<caf::atom("ft_placed")>;
-
-struct pending_placement {
-    bets::place_request request;
-    std::string fingerprint;
-    reply_ptr reply;
-    steady::time_point deadline;
-};
-
-struct placement_state {
-    std::deque<pending_placement> queue;  ///< at most limits::placement_queue_per_actor_max
-    bool running = false;   ///< a group is on the io_context; it owns its placements' sinks
-    std::uint64_t seq = 0;  ///< identifies the running group
-    std::shared_ptr<placement_worker> worker;
-    asio::any_io_executor io;
-    placement_metrics* metrics = nullptr;
-    static inline const char* name = "fulltime.placement";
-};
-
-using placement_actor = caf::stateful_actor<placement_state>;
-
-// Runs on the io_context: one group of placements, each answer straight to its session.
-asio::awaitable<void> run_group(std::shared_ptr<placement_worker> worker,
-                                std::vector<group_item> items, std::vector<reply_ptr> replies,
-                                steady::time_point deadline) {
-    auto results = co_await execute_group(std::move(worker), std::move(items), deadline);
-    FULLTIME_DEBUG_ASSERT(results.size() == replies.size());
-    for (std::size_t i = 0; i < replies.size() && i < results.size(); ++i) {
-        replies[i]->deliver(std::move(results[i]));
-    }
-}
-
-// When nothing runs, starts the requests queued so far (at most limits::placement_group_max)
-// as one group: natural group commit, since they queued while the previous transaction ran.
-// Requests whose deadline passed while queued are answered busy without touching the
-// database: their asker has given up.
-void start_next(placement_actor* self) {
-    auto& st = self->state;
-    if (st.running) {
-        return;
-    }
-    std::vector<group_item> items;
-    std::vector<reply_ptr> replies;
-    steady::time_point deadline = steady::time_point::max();
-    const auto now = steady::now();
-    while (!st.queue.empty() && items.size() < limits::placement_group_max) {
-        pending_placement next = std::move(st.queue.front());
-        st.queue.pop_front();
-        if (now >= next.deadline) {
-            st.metrics->busy_deadline.inc();
-            next.reply->deliver(
-                busy_result("the placement waited too long: retry with the same idempotency_key"));
-            continue;
-        }
-        deadline = std::min(deadline, next.deadline);
-        replies.push_back(std::move(next.reply));
-        items.push_back(group_item{std::move(next.request), std::move(next.fingerprint)});
-    }
-    if (items.empty()) {
-        return;
-    }
-    const std::uint64_t seq = ++st.seq;
-    st.running = true;
-    run_on_io<placed_atom>(
-        self, st.io,
-        [worker = st.worker, items = std::move(items), replies = std::move(replies),
-         deadline]() mutable {
-            return run_group(std::move(worker), std::move(items), std::move(replies), deadline);
-        },
-        seq);
-}
-
-caf::behavior placement_behavior(placement_actor* self, std::shared_ptr<placement_worker> worker,
-                                 asio::any_io_executor io, placement_metrics* metrics) {
-    self->state.worker = std::move(worker);
-    self->state.io = std::move(io);
-    self->state.metrics = metrics;
-    // Every queued placement gets an answer on the way out. A running group's sinks belong to
-    // its coroutine, which answers them when its call ends (the workers are closed on stop).
-    self->set_exit_handler([self](caf::exit_msg& msg) {
-        auto& st = self->state;
-        for (auto& p : st.queue) {
-            p.reply->deliver(busy_result(std::string(shutting_down_message)));
-        }
-        st.queue.clear();
-        self->quit(msg.reason);
-    });
-    return {
-        // `deadline` is in steady_clock ticks: when the session asked, plus request_timeout.
-        [self](place_atom, bets::place_request& request, std::string& fingerprint, reply_ptr& reply,
-               steady::rep deadline) {
-            auto& st = self->state;
-            if (st.queue.size() >= limits::placement_queue_per_actor_max) {
-                st.metrics->busy_queue_full.inc();
-                reply->deliver(busy_result(
-                    "too many placements are waiting: retry with the same idempotency_key"));
-                return;
-            }
-            st.queue.push_back(pending_placement{std::move(request), std::move(fingerprint),
-                                                 std::move(reply),
-                                                 steady::time_point(steady::duration(deadline))});
-            start_next(self);
-        },
-        [self](placed_atom, std::uint64_t seq) {
-            auto& st = self->state;
-            FULLTIME_DEBUG_ASSERT(st.running && seq == st.seq);
-            if (!st.running || seq != st.seq) {
-                return;
-            }
-            st.running = false;
-            start_next(self);
-        },
-    };
+std::chrono::microseconds since(steady::time_point from, steady::time_point to) {
+    return std::chrono::duration_cast<std::chrono::microseconds>(to - from);
 }
 
 }  // namespace
 
-caf::actor spawn_placement_actor(caf::actor_system& system,
-                                 std::shared_ptr<placement_worker> worker, asio::any_io_executor io,
-                                 placement_metrics* metrics) {
-    return system.spawn(placement_behavior, std::move(worker), std::move(io), metrics);
+placement_actor::placement_actor(asio::any_io_executor executor,
+                                 std::shared_ptr<placement_worker> worker, std::size_t group_max)
+    : executor_(std::move(executor)), worker_(std::move(worker)), group_max_(group_max) {
+    FULLTIME_ASSERT(group_max_ > 0 && group_max_ <= limits::placement_group_max);
+}
+
+void placement_actor::submit(pending_placement p) {
+    placement_metrics& m = *worker_->metrics;
+    if (stopped_) {
+        p.reply->deliver(busy_result(std::string(shutting_down_message)));
+        return;
+    }
+    if (queue_.size() >= limits::placement_queue_per_actor_max) {
+        m.busy_queue_full.inc();
+        p.reply->deliver(
+            busy_result("too many placements are waiting: retry with the same idempotency_key"));
+        return;
+    }
+    p.queued = steady::now();
+    m.stage(placement_stage::handoff).record(since(p.submitted, p.queued));
+    queue_.push_back(std::move(p));
+    if (!running_ && !scheduled_) {
+        // Posted, not run now: the frames already read on this thread queue their placements
+        // first, and commit with this one.
+        scheduled_ = true;
+        asio::post(executor_, [self = shared_from_this()] {
+            self->scheduled_ = false;
+            self->start_next();
+        });
+    }
+}
+
+void placement_actor::stop() {
+    stopped_ = true;
+    for (auto& p : queue_) {
+        p.reply->deliver(busy_result(std::string(shutting_down_message)));
+    }
+    queue_.clear();
+    worker_->closed = true;
+    worker_->conn = db::pooled_connection{};
+}
+
+// When nothing runs, starts the requests queued so far (at most group_max_) as one group:
+// natural group commit, since they queued while the previous transaction ran. Requests whose
+// deadline passed while queued are answered busy without touching the database: their asker has
+// given up.
+void placement_actor::start_next() {
+    if (running_ || stopped_) {
+        return;
+    }
+    placement_metrics& m = *worker_->metrics;
+    std::vector<pending_placement> group;
+    const auto now = steady::now();
+    while (!queue_.empty() && group.size() < group_max_) {
+        pending_placement next = std::move(queue_.front());
+        queue_.pop_front();
+        if (now >= next.deadline) {
+            m.busy_deadline.inc();
+            next.reply->deliver(
+                busy_result("the placement waited too long: retry with the same idempotency_key"));
+            continue;
+        }
+        m.stage(placement_stage::queue).record(since(next.queued, now));
+        group.push_back(std::move(next));
+    }
+    if (group.empty()) {
+        return;
+    }
+    running_ = true;
+    asio::co_spawn(executor_, run_group(shared_from_this(), std::move(group)), asio::detached);
+}
+
+asio::awaitable<void> placement_actor::run_group(std::shared_ptr<placement_actor> self,
+                                                 std::vector<pending_placement> group) {
+    const auto started = steady::now();
+    steady::time_point deadline = steady::time_point::max();
+    std::vector<group_item> items;
+    items.reserve(group.size());
+    for (auto& p : group) {
+        deadline = std::min(deadline, p.deadline);
+        items.push_back(group_item{std::move(p.request), std::move(p.fingerprint)});
+    }
+    group_answer answer = co_await execute_group(self->worker_, std::move(items), deadline);
+    FULLTIME_DEBUG_ASSERT(answer.results.size() == group.size());
+    placement_metrics& m = *self->worker_->metrics;
+    if (answer.sent != steady::time_point{}) {
+        for (std::size_t i = 0; i < group.size(); ++i) {
+            m.stage(placement_stage::group).record(since(started, answer.sent));
+            m.stage(placement_stage::database).record(since(answer.sent, answer.back));
+        }
+    }
+    for (std::size_t i = 0; i < group.size() && i < answer.results.size(); ++i) {
+        group[i].reply->deliver(std::move(answer.results[i]));
+    }
+    self->running_ = false;
+    self->start_next();
 }
 
 }  // namespace fulltime::actors::detail

@@ -1,7 +1,6 @@
 #pragma once
 /// Internals of the placement path shared by actors/placement_*.cpp and the purge actor: the
-/// io-side state of each actor and the coroutines that run on the io_context. No CAF here: these
-/// run on the engine's single io thread and never see an actor.
+/// connection-side state of each actor and the coroutines that run on an event loop. No CAF here.
 
 #include "fulltime/actors/placement.hpp"
 #include "fulltime/db/pool.hpp"
@@ -19,8 +18,8 @@ namespace fulltime::actors::detail {
 
 using steady = std::chrono::steady_clock;
 
-/// Holds the io side of one placement actor: its connection and the settings of a call.
-/// Every member is touched on the io_context only; the actor merely holds the pointer.
+/// Holds the connection side of one placement actor: its connection and the settings of a call.
+/// Every member is touched on the actor's event loop only.
 struct placement_worker {
     db::pool* pool = nullptr;
     db::pooled_connection conn;  ///< kept across calls; empty while a call owns it
@@ -38,15 +37,24 @@ struct group_item {
     std::string fingerprint;
 };
 
+/// Holds the answers of one group, one per item in order, and when its last statement was sent
+/// and answered (both empty when no statement ran).
+struct group_answer {
+    std::vector<bets::place_result> results;
+    steady::time_point sent;
+    steady::time_point back;
+};
+
 /// Runs a group of placements (at most limits::placement_group_max) to their answers in one
 /// transaction on the worker's connection (fulltime_place_group, natural group commit): acquires
 /// a connection when it has none, retries the whole group with the same keys after a lock
 /// timeout (at most lock_retries_max times) or a broken connection (at most
-/// limits::placement_reconnects_max times), and answers busy when `deadline` passes first.
-/// Returns one result per item, in order. Never throws.
-boost::asio::awaitable<std::vector<bets::place_result>> execute_group(
-    std::shared_ptr<placement_worker> worker, std::vector<group_item> items,
-    steady::time_point deadline);
+/// limits::placement_reconnects_max times), and answers busy when `deadline` passes first. An
+/// unexpected error of a group of several runs each item again alone, so that one bad request
+/// cannot fail its neighbours. Never throws.
+boost::asio::awaitable<group_answer> execute_group(std::shared_ptr<placement_worker> worker,
+                                                   std::vector<group_item> items,
+                                                   steady::time_point deadline);
 
 /// Opens the worker's connection ahead of its first placement, so that the first requests after
 /// a start do not all wait on the pool at once (the pool's wait is short, and opening many

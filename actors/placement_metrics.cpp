@@ -12,7 +12,34 @@ constexpr const char* outcomes_help =
 constexpr const char* busy_name = "fulltime_placement_busy_total";
 constexpr const char* busy_help = "Place requests answered busy, by reason.";
 
+constexpr placement_stage all_stages[] = {placement_stage::parse,    placement_stage::handoff,
+                                          placement_stage::queue,    placement_stage::group,
+                                          placement_stage::database, placement_stage::reply,
+                                          placement_stage::write,    placement_stage::total};
+
 }  // namespace
+
+std::string_view stage_name(placement_stage s) noexcept {
+    switch (s) {
+        case placement_stage::parse:
+            return "parse";
+        case placement_stage::handoff:
+            return "handoff";
+        case placement_stage::queue:
+            return "queue";
+        case placement_stage::group:
+            return "group";
+        case placement_stage::database:
+            return "database";
+        case placement_stage::reply:
+            return "reply";
+        case placement_stage::write:
+            return "write";
+        case placement_stage::total:
+            return "total";
+    }
+    return "unknown";
+}
 
 placement_metrics::placement_metrics(metrics::registry& registry)
     : placed(registry.make_counter(outcomes_name, outcomes_help, R"(outcome="placed")")),
@@ -46,6 +73,15 @@ placement_metrics::placement_metrics(metrics::registry& registry)
     registry.add_collector([this](std::string& out) {
         latency.render(out, "fulltime_placement_latency_seconds",
                        "Time from a place request reaching the placement service to its answer.");
+        constexpr const char* stage_family = "fulltime_placement_stage_seconds";
+        metrics::append_header(out, stage_family,
+                               "Time a placement spends in each hop: parse, handoff, queue, group, "
+                               "database, reply, write, and total (frame read to reply written).",
+                               "histogram");
+        for (placement_stage s : all_stages) {
+            stages_[static_cast<std::size_t>(s)].render_series(
+                out, stage_family, metrics::label("stage", stage_name(s)));
+        }
     });
 }
 

@@ -1,4 +1,4 @@
-// The placement service: it owns the placement actors, the purge actor and their io-side
+// The placement service: it owns the placement actors, the purge actor and their connection-side
 // workers. See placement.hpp for the threading model; the actors live in
 // actors/placement_actor.cpp and actors/idempotency_purge_actor.cpp.
 
@@ -13,70 +13,87 @@
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
 #include <caf/all.hpp>
 
+#include <atomic>
+#include <tuple>
 #include <vector>
 
 namespace fulltime::actors {
 
 namespace asio = boost::asio;
+using detail::placement_actor;
 using detail::reply_ptr;
 using detail::steady;
 
 struct placement_service::impl {
     caf::actor_system* system = nullptr;
-    asio::any_io_executor io;
-    std::vector<caf::actor> actors;
+    std::vector<placement_loop> loops;
+    /// by_loop[i]: the actors of loops[i] (empty when there are more loops than actors).
+    std::vector<std::vector<std::shared_ptr<placement_actor>>> by_loop;
+    std::vector<std::shared_ptr<placement_actor>> all;
     caf::actor purger;
-    std::vector<std::shared_ptr<detail::placement_worker>> workers;
+    asio::any_io_executor main;
     std::shared_ptr<detail::purge_worker> purge_worker;
     /// A placement's answer is due this long after it is asked (and a purge_now's reply).
     std::chrono::milliseconds request_timeout{0};
     placement_metrics* metrics = nullptr;
-    bool stopped = false;
+    std::atomic<bool> stopped{false};  ///< read by place() on any loop
 
-    // Runs on the io_context: drops the idle connections and stops further calls.
-    void close_workers() {
-        for (auto& w : workers) {
-            w->closed = true;
-            w->conn = db::pooled_connection{};
+    // Picks the actor of `account` among those of the caller's loop, or among all when the
+    // caller's loop has none (or the caller is on no loop, as a test may be).
+    placement_actor& actor_for(std::int64_t account) {
+        const auto key = static_cast<std::uint64_t>(account);
+        for (std::size_t i = 0; i < loops.size(); ++i) {
+            if (!by_loop[i].empty() && loops[i].context->get_executor().running_in_this_thread()) {
+                return *by_loop[i][key % by_loop[i].size()];
+            }
         }
-        purge_worker->closed = true;
+        return *all[key % all.size()];
     }
 
-    void send_exits() {
-        for (auto& a : actors) {
-            caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+    void stop_all() {
+        for (auto& a : all) {
+            asio::dispatch(a->executor(), [a] { a->stop(); });
         }
+        asio::dispatch(main, [w = purge_worker] { w->closed = true; });
         caf::anon_send_exit(purger, caf::exit_reason::user_shutdown);
     }
 };
 
-placement_service::placement_service(caf::actor_system& system, asio::any_io_executor io,
-                                     db::pool& placement, db::pool& background, const config& cfg,
-                                     placement_metrics& metrics)
+placement_service::placement_service(caf::actor_system& system, std::vector<placement_loop> loops,
+                                     asio::any_io_executor main, db::pool& background,
+                                     const config& cfg, placement_metrics& metrics)
     : impl_(std::make_shared<impl>()) {
-    FULLTIME_ASSERT(cfg.placement.actors > 0);
+    FULLTIME_ASSERT(cfg.placement.actors > 0 && !loops.empty());
     impl_->system = &system;
-    impl_->io = io;
+    impl_->loops = std::move(loops);
+    impl_->by_loop.resize(impl_->loops.size());
+    impl_->main = main;
     impl_->request_timeout = std::chrono::milliseconds(cfg.actors.request_timeout_ms);
     impl_->metrics = &metrics;
     // Every placement is answered within request_timeout: a request still queued when it passes is
     // answered busy, and a group's database call is cut at its earliest member's deadline.
     for (std::size_t i = 0; i < cfg.placement.actors; ++i) {
+        const std::size_t l = i % impl_->loops.size();
+        const placement_loop& loop = impl_->loops[l];
         auto w = std::make_shared<detail::placement_worker>();
-        w->pool = &placement;
+        w->pool = loop.pool;
         w->lock_timeout_ms = cfg.placement.lock_timeout_ms;
         w->lock_retries_max = cfg.placement.lock_retries_max;
         w->query_timeout = std::chrono::milliseconds(cfg.database.query_timeout_ms);
         w->shard_hint = static_cast<std::int32_t>(i);
         w->metrics = &metrics;
-        impl_->workers.push_back(w);
-        impl_->actors.push_back(detail::spawn_placement_actor(system, w, io, &metrics));
-        asio::co_spawn(io, detail::warm(w), asio::detached);
+        auto actor = std::make_shared<placement_actor>(loop.context->get_executor(), w,
+                                                       cfg.placement.group_bets_max);
+        impl_->by_loop[l].push_back(actor);
+        impl_->all.push_back(actor);
+        asio::co_spawn(loop.context->get_executor(), detail::warm(w), asio::detached);
     }
     auto p = std::make_shared<detail::purge_worker>();
     p->pool = &background;
@@ -87,41 +104,48 @@ placement_service::placement_service(caf::actor_system& system, asio::any_io_exe
     p->metrics = &metrics;
     impl_->purge_worker = p;
     impl_->purger = detail::spawn_idempotency_purge_actor(
-        system, p, io, std::chrono::milliseconds(cfg.placement.purge_interval_ms));
+        system, p, main, std::chrono::milliseconds(cfg.placement.purge_interval_ms));
 }
 
 placement_service::~placement_service() {
     if (!impl_->stopped) {
-        impl_->send_exits();
-        asio::post(impl_->io, [state = impl_] { state->close_workers(); });
+        impl_->stop_all();
     }
 }
 
 asio::awaitable<bets::place_result> placement_service::place(bets::place_request request,
-                                                             std::string fingerprint) {
+                                                             std::string fingerprint,
+                                                             steady::time_point* answered_at) {
     std::shared_ptr<impl> st = impl_;
     const auto start = steady::now();
     bets::place_result result;
+    steady::time_point answered = start;
     if (st->stopped) {
         result = detail::busy_result(std::string(detail::shutting_down_message));
     } else {
-        // An account's placements go to one actor (by account id). Correctness does not depend
-        // on it (the database decides), but it keeps an account's placements out of each
-        // other's way: they queue in one mailbox and commit together as one group, instead of
-        // several actors' groups waiting on the same balance row lock.
-        caf::actor target =
-            st->actors[static_cast<std::uint64_t>(request.account_id) % st->actors.size()];
-        const auto deadline = (start + st->request_timeout).time_since_epoch().count();
+        // An account's placements go to one actor of the loop (by account id). Correctness does
+        // not depend on it (the database decides), but it keeps an account's placements out of
+        // each other's way: they queue together and commit as one group, instead of several
+        // actors' groups waiting on the same balance row lock.
+        std::shared_ptr<placement_actor> target =
+            st->actor_for(request.account_id).shared_from_this();
+        const auto deadline = start + st->request_timeout;
         auto initiation = [&](auto handler) {
             reply_ptr sink =
                 std::make_shared<detail::handler_sink<decltype(handler)>>(std::move(handler));
-            // A message to an actor already gone is dropped with its sink, which answers busy.
-            caf::anon_send(target, detail::place_atom::value, std::move(request),
-                           std::move(fingerprint), std::move(sink), deadline);
+            detail::pending_placement p{
+                std::move(request), std::move(fingerprint), std::move(sink), start, deadline, {}};
+            // At once on the actor's own loop (the usual case); else one hop there.
+            asio::dispatch(target->executor(),
+                           [target, p = std::move(p)]() mutable { target->submit(std::move(p)); });
         };
-        result =
-            co_await asio::async_initiate<decltype(asio::use_awaitable), void(bets::place_result)>(
+        std::tie(result, answered) =
+            co_await asio::async_initiate<decltype(asio::use_awaitable),
+                                          void(bets::place_result, steady::time_point)>(
                 std::move(initiation), asio::use_awaitable);
+    }
+    if (answered_at != nullptr) {
+        *answered_at = answered;
     }
     st->metrics->record(
         result, std::chrono::duration_cast<std::chrono::microseconds>(steady::now() - start));
@@ -138,15 +162,13 @@ asio::awaitable<std::optional<std::int64_t>> placement_service::purge_now() {
     co_return *reply;
 }
 
-std::size_t placement_service::actor_count() const noexcept { return impl_->actors.size(); }
+std::size_t placement_service::actor_count() const noexcept { return impl_->all.size(); }
 
 void placement_service::stop() {
-    if (impl_->stopped) {
+    if (impl_->stopped.exchange(true)) {
         return;
     }
-    impl_->stopped = true;
-    impl_->send_exits();
-    impl_->close_workers();
+    impl_->stop_all();
 }
 
 }  // namespace fulltime::actors

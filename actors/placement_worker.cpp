@@ -21,8 +21,8 @@ bets::place_result failed_result() {
     return r;
 }
 
-std::vector<bets::place_result> all(std::size_t n, const bets::place_result& r) {
-    return std::vector<bets::place_result>(n, r);
+group_answer all(std::size_t n, const bets::place_result& r) {
+    return group_answer{std::vector<bets::place_result>(n, r), {}, {}};
 }
 
 }  // namespace
@@ -34,9 +34,9 @@ bets::place_result busy_result(std::string message) {
     return r;
 }
 
-asio::awaitable<std::vector<bets::place_result>> execute_group(
-    std::shared_ptr<placement_worker> worker, std::vector<group_item> items,
-    steady::time_point deadline) {
+asio::awaitable<group_answer> execute_group(std::shared_ptr<placement_worker> worker,
+                                            std::vector<group_item> items,
+                                            steady::time_point deadline) {
     FULLTIME_DEBUG_ASSERT(!items.empty() && items.size() <= limits::placement_group_max);
     placement_worker& w = *worker;
     const std::size_t n = items.size();
@@ -79,8 +79,10 @@ asio::awaitable<std::vector<bets::place_result>> execute_group(
             std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now);
         const auto timeout =
             std::max(std::chrono::milliseconds(1), std::min(w.query_timeout, remaining));
+        const auto sent = steady::now();
         auto rows = co_await db::place_group(*conn, group, w.lock_timeout_ms,
                                              static_cast<std::int64_t>(w.shard_hint), timeout);
+        const auto back = steady::now();
         const bool broken = conn->broken();
         if (!w.closed && !broken) {
             w.conn = std::move(conn);
@@ -105,7 +107,7 @@ asio::awaitable<std::vector<bets::place_result>> execute_group(
                 }
                 results[static_cast<std::size_t>(read->item - 1)] = std::move(*result);
             }
-            co_return results;
+            co_return group_answer{std::move(results), sent, back};
         }
         const db::failure& f = rows.error();
         if (f.retryable()) {
@@ -138,7 +140,22 @@ asio::awaitable<std::vector<bets::place_result>> execute_group(
                                          "idempotency_key"));
         }
         log::error("placement: fulltime_place_group failed: " + db::describe(f));
-        co_return all(n, failed_result());
+        if (n == 1) {
+            co_return all(n, failed_result());
+        }
+        // Whatever failed may be one item's doing: each runs again alone, so only the bad one
+        // fails. The group rolled back as a whole, so no item has run yet.
+        group_answer alone;
+        alone.results.reserve(n);
+        for (auto& it : items) {
+            std::vector<group_item> one;
+            one.push_back(std::move(it));
+            group_answer a = co_await execute_group(worker, std::move(one), deadline);
+            alone.results.push_back(std::move(a.results.front()));
+            alone.sent = a.sent;
+            alone.back = a.back;
+        }
+        co_return alone;
     }
 }
 

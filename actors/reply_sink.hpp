@@ -4,6 +4,7 @@
 
 #include "fulltime/core/bets_protocol.hpp"
 
+#include <chrono>
 #include <memory>
 #include <string_view>
 
@@ -14,11 +15,10 @@ inline constexpr std::string_view shutting_down_message =
     "the server is shutting down: retry with the same idempotency_key";
 
 /// Delivers one placement's answer to the waiting session's coroutine. A place request carries
-/// its sink to the actor, the actor hands it to the group that runs it, and the group delivers
-/// on the io_context, so an answer takes no extra trip through CAF (no bridge actor, no
-/// response message). The answer is delivered exactly once, on the asker's executor; a sink
-/// dropped unanswered (an actor exiting, a message to an actor already gone) answers busy from
-/// its destructor, so no session ever waits for a reply that cannot come.
+/// its sink to its placement actor, and the group that runs it delivers straight to the asker's
+/// executor. The answer is delivered exactly once; a sink dropped unanswered (an actor stopped
+/// with it queued) answers busy from its destructor, so no session ever waits for a reply that
+/// cannot come.
 class reply_sink {
 public:
     virtual ~reply_sink() = default;

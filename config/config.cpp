@@ -11,6 +11,7 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <thread>
 
 extern char** environ;
 
@@ -295,6 +296,12 @@ void read_gateway(const reader& r, gateway_settings& g) {
     g.handshake_timeout_ms = r.timeout_ms("gateway.handshake_timeout_ms");
     g.idle_timeout_ms = r.timeout_ms("gateway.idle_timeout_ms");
     g.shutdown_deadline_ms = r.timeout_ms("gateway.shutdown_deadline_ms");
+    // 0: one event loop per core (at least one).
+    g.io_threads = r.size("gateway.io_threads", 0, limits::io_threads_max);
+    if (g.io_threads == 0) {
+        g.io_threads =
+            std::clamp<std::size_t>(std::thread::hardware_concurrency(), 1, limits::io_threads_max);
+    }
 }
 
 actor_settings read_actors(const reader& r) {
@@ -321,6 +328,7 @@ placement_settings read_placement(const reader& r, const pool_settings& pool) {
              ") must not exceed 'database.pools.placement.size_max' (" +
              std::to_string(pool.size_max) + "): each actor owns one connection");
     }
+    p.group_bets_max = r.size("placement.group_bets_max", 1, limits::placement_group_max);
     p.lock_timeout_ms = r.timeout_ms("placement.lock_timeout_ms");
     p.lock_retries_max =
         r.size("placement.lock_retries_max", 0, limits::placement_lock_retries_max);

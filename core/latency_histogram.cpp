@@ -53,20 +53,28 @@ std::int64_t latency_histogram::quantile_us(double q) const noexcept {
     return bounds_us[bounds_us.size() - 2];
 }
 
-void latency_histogram::render(std::string& out, std::string_view name,
-                               std::string_view help) const {
+void latency_histogram::render_series(std::string& out, std::string_view name,
+                                      std::string_view labels) const {
     const std::string base(name);
-    append_header(out, base, help, "histogram");
+    const std::string prefix = labels.empty() ? std::string() : std::string(labels) + ",";
     std::uint64_t cumulative = 0;
     for (std::size_t i = 0; i < bounds_us.size(); ++i) {
         cumulative += buckets_[i].load(std::memory_order_relaxed);
         const bool last = i + 1 == bounds_us.size();
         append_sample(out, base + "_bucket",
-                      label("le", last ? "+Inf" : seconds_text(bounds_us[i])),
+                      prefix + label("le", last ? "+Inf" : seconds_text(bounds_us[i])),
                       std::to_string(cumulative));
     }
-    append_sample(out, base + "_sum", {}, seconds_text(sum_us_.load(std::memory_order_relaxed)));
-    append_sample(out, base + "_count", {}, std::to_string(cumulative));
+    append_sample(out, base + "_sum", labels,
+                  seconds_text(sum_us_.load(std::memory_order_relaxed)));
+    append_sample(out, base + "_count", labels, std::to_string(cumulative));
+}
+
+void latency_histogram::render(std::string& out, std::string_view name,
+                               std::string_view help) const {
+    const std::string base(name);
+    append_header(out, base, help, "histogram");
+    render_series(out, base, {});
     for (auto [suffix, q] : {std::pair<const char*, double>{"_p50", 0.5}, {"_p99", 0.99}}) {
         const std::string gauge_name = base + suffix;
         append_header(out, gauge_name,

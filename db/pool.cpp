@@ -7,6 +7,7 @@
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
@@ -367,13 +368,16 @@ pool_stats pool::stats() const {
 
 const std::string& pool::name() const noexcept { return state_->name_; }
 
-void pool::close() { state_->close(); }
+void pool::close() {
+    asio::dispatch(state_->executor_, [state = state_] { state->close(); });
+}
 
 // --- pools
 // ----------------------------------------------------------------------------------------
 
-pools pools::make(asio::any_io_executor executor, const database_settings& settings,
+pools pools::make(std::span<const asio::any_io_executor> threads, const database_settings& settings,
                   const std::string& primary_conninfo, const std::string& read_conninfo) {
+    FULLTIME_ASSERT(!threads.empty());
     const std::chrono::milliseconds connect_timeout{settings.connect_timeout_ms};
     const std::chrono::milliseconds query_timeout{settings.query_timeout_ms};
     std::string read_target = read_conninfo;
@@ -381,23 +385,59 @@ pools pools::make(asio::any_io_executor executor, const database_settings& setti
         read_target = settings.read_url.empty() ? primary_conninfo : settings.read_url;
     }
     pools out;
-    out.placement = std::make_unique<pool>(executor, "placement", primary_conninfo,
-                                           settings.placement, connect_timeout, query_timeout);
-    out.settlement = std::make_unique<pool>(executor, "settlement", primary_conninfo,
+    // size_max split as evenly as it goes: thread i gets one more while the remainder lasts.
+    // Placement actors are spread the same way (i % threads), so each thread's pool holds
+    // at least its actors' connections while placement.actors <= size_max.
+    const std::size_t n = threads.size();
+    for (std::size_t i = 0; i < n; ++i) {
+        pool_settings share = settings.placement;
+        share.size_max = std::max<std::size_t>(
+            1, settings.placement.size_max / n + (i < settings.placement.size_max % n ? 1 : 0));
+        out.placement.push_back(std::make_unique<pool>(threads[i], "placement", primary_conninfo,
+                                                       share, connect_timeout, query_timeout));
+    }
+    const asio::any_io_executor& main = threads[0];
+    out.settlement = std::make_unique<pool>(main, "settlement", primary_conninfo,
                                             settings.settlement, connect_timeout, query_timeout);
-    out.read = std::make_unique<pool>(executor, "read", read_target, settings.read, connect_timeout,
+    out.read = std::make_unique<pool>(main, "read", read_target, settings.read, connect_timeout,
                                       query_timeout);
-    out.background = std::make_unique<pool>(executor, "background", primary_conninfo,
+    out.background = std::make_unique<pool>(main, "background", primary_conninfo,
                                             settings.background, connect_timeout, query_timeout);
     return out;
 }
 
-std::vector<const pool*> pools::all() const {
-    return {placement.get(), settlement.get(), read.get(), background.get()};
+std::vector<pool_stats> pools::stats() const {
+    std::vector<pool_stats> out;
+    pool_stats sum;
+    sum.name = "placement";
+    for (const auto& p : placement) {
+        const pool_stats s = p->stats();
+        sum.size_max += s.size_max;
+        sum.in_use += s.in_use;
+        sum.idle += s.idle;
+        sum.waiting += s.waiting;
+        sum.opening += s.opening;
+        sum.acquired_total += s.acquired_total;
+        sum.timeouts_total += s.timeouts_total;
+        sum.rejected_total += s.rejected_total;
+        sum.broken_total += s.broken_total;
+        sum.connect_failures_total += s.connect_failures_total;
+        sum.wait_us_max = std::max(sum.wait_us_max, s.wait_us_max);
+    }
+    out.push_back(std::move(sum));
+    for (const pool* p : {settlement.get(), read.get(), background.get()}) {
+        if (p != nullptr) {
+            out.push_back(p->stats());
+        }
+    }
+    return out;
 }
 
 void pools::close() {
-    for (pool* p : {placement.get(), settlement.get(), read.get(), background.get()}) {
+    for (auto& p : placement) {
+        p->close();
+    }
+    for (pool* p : {settlement.get(), read.get(), background.get()}) {
         if (p != nullptr) {
             p->close();
         }

@@ -23,16 +23,29 @@ json id_of(const json& message) {
     return it == message.end() ? json(nullptr) : *it;
 }
 
+using steady = std::chrono::steady_clock;
+
+std::chrono::microseconds since(steady::time_point from, steady::time_point to) {
+    return std::chrono::duration_cast<std::chrono::microseconds>(to - from);
+}
+
+// Runs on the connection's own loop (see add_bets_handlers): it touches only the placement
+// service, which hands the request to an actor of this loop, and atomic metrics.
 asio::awaitable<json> handle_place(bets_endpoint_services s, std::int64_t account_id,
-                                   json message) {
+                                   steady::time_point received, json message) {
     auto request = bets::parse_place(message, account_id);
     if (!request) {
         s.metrics->invalid.inc();
         co_return bets::render_invalid(id_of(message), request.error().message);
     }
     std::string fingerprint = bets::fingerprint(*request);
-    auto result = co_await s.placement->place(std::move(*request), std::move(fingerprint));
-    co_return bets::render_place_result(id_of(message), result);
+    s.metrics->stage(actors::placement_stage::parse).record(since(received, steady::now()));
+    steady::time_point answered;
+    auto result =
+        co_await s.placement->place(std::move(*request), std::move(fingerprint), &answered);
+    json reply = bets::render_place_result(id_of(message), result);
+    s.metrics->stage(actors::placement_stage::reply).record(since(answered, steady::now()));
+    co_return reply;
 }
 
 asio::awaitable<json> handle_balance(bets_endpoint_services s, std::int64_t account_id,
@@ -89,9 +102,14 @@ asio::awaitable<json> handle_bets(bets_endpoint_services s, std::int64_t account
 }  // namespace
 
 void add_bets_handlers(endpoint_handlers& handlers, bets_endpoint_services services) {
-    handlers["place"] = [services](const request_context& context, json message) {
-        return handle_place(services, context.claims.account_id, std::move(message));
+    endpoint_handler& place = handlers["place"];
+    place.run = [services](const request_context& context, json message) {
+        return handle_place(services, context.claims.account_id, context.received_at,
+                            std::move(message));
     };
+    place.on_connection_loop = true;
+    place.write_time = &services.metrics->stage(actors::placement_stage::write);
+    place.total_time = &services.metrics->stage(actors::placement_stage::total);
     handlers["balance"] = [services](const request_context& context, json message) {
         return handle_balance(services, context.claims.account_id, std::move(message));
     };

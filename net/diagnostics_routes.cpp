@@ -15,8 +15,7 @@ using nlohmann::json;
 
 namespace {
 
-json pool_json(const db::pool& p) {
-    const auto s = p.stats();
+json pool_json(const db::pool_stats& s) {
     return {{"size_max", s.size_max},
             {"in_use", s.in_use},
             {"idle", s.idle},
@@ -28,10 +27,11 @@ json pool_json(const db::pool& p) {
 
 asio::awaitable<http_response> get_diagnostics(db::pools* pools) {
     json body;
-    body["pools"] = {{"placement", pool_json(*pools->placement)},
-                     {"settlement", pool_json(*pools->settlement)},
-                     {"read", pool_json(*pools->read)},
-                     {"background", pool_json(*pools->background)}};
+    json by_name = json::object();
+    for (const db::pool_stats& s : pools->stats()) {
+        by_name[s.name] = pool_json(s);
+    }
+    body["pools"] = std::move(by_name);
     auto conn = co_await pools->background->acquire();
     if (!conn) {
         co_return json_error(503, "unavailable",

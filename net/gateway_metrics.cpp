@@ -73,12 +73,7 @@ metrics::counter& gateway_metrics::ws_messages(ws_endpoint e) noexcept {
 }
 
 void render_pool_metrics(const db::pools& pools, std::string& out) {
-    std::vector<db::pool_stats> stats;
-    for (const db::pool* p : pools.all()) {
-        if (p != nullptr) {
-            stats.push_back(p->stats());
-        }
-    }
+    const std::vector<db::pool_stats> stats = pools.stats();
     struct family {
         std::string_view name;
         std::string_view help;

@@ -260,7 +260,14 @@ private:
         routed_response out{route.name, {}, {}};
         bool failed = false;
         try {
-            out.response = co_await route.handler(std::move(hreq));
+            if (st.on_main_loop()) {
+                out.response = co_await route.handler(std::move(hreq));
+            } else {
+                // Routes use the main loop's pools and services: the route runs there, and this
+                // connection resumes on its own loop with the response.
+                out.response = co_await asio::co_spawn(st.ioc, route.handler(std::move(hreq)),
+                                                       asio::use_awaitable);
+            }
         } catch (const std::exception& e) {
             log::error("route " + route.name + ": " + e.what());
             failed = true;

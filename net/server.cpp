@@ -38,7 +38,7 @@ asio::awaitable<void> accept_loop(std::shared_ptr<server_state> state,
                                   [[maybe_unused]] gate_entry entry) {
     for (;;) {
         auto [ec, socket] = co_await state->acceptor.async_accept(
-            asio::make_strand(state->ioc), asio::as_tuple(asio::use_awaitable));
+            asio::make_strand(state->pick_loop()), asio::as_tuple(asio::use_awaitable));
         if (state->stopping.load()) {
             break;
         }
@@ -91,6 +91,13 @@ asio::awaitable<bool> wait_for_gate(server_state& state,
 }
 
 }  // namespace
+
+asio::io_context& server_state::pick_loop() noexcept {
+    if (svc.loops.empty()) {
+        return ioc;
+    }
+    return *svc.loops[next_loop.fetch_add(1, std::memory_order_relaxed) % svc.loops.size()];
+}
 
 server_state::server_state(asio::io_context& io, services s)
     : ioc(io),

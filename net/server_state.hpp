@@ -52,6 +52,12 @@ struct server_state : std::enable_shared_from_this<server_state> {
     // entry; shutdown completes when it is empty.
     std::atomic<std::size_t> gate{0};
     std::atomic<std::uint64_t> next_connection_id{1};
+    std::atomic<std::size_t> next_loop{0};
+
+    /// Returns the loop for the next accepted connection (round robin over svc.loops).
+    boost::asio::io_context& pick_loop() noexcept;
+    /// Returns whether the calling thread runs the main loop (ioc).
+    bool on_main_loop() const noexcept { return ioc.get_executor().running_in_this_thread(); }
 
     /// Records a live connection for shutdown; a later call with the same id replaces it (an
     /// HTTP session that became a WebSocket session).

@@ -1,5 +1,6 @@
 #include "net/ws_session.hpp"
 
+#include "fulltime/core/latency_histogram.hpp"
 #include "fulltime/core/log.hpp"
 #include "fulltime/limits.hpp"
 #include "net/ws_message.hpp"
@@ -34,6 +35,14 @@ using namespace std::chrono_literals;
 // One WebSocket connection. Everything here runs on executor_ (the connection's strand): the
 // read loop, the writer, the request coroutines and the callbacks posted by shutdown and push.
 // Beast allows one outstanding write, so only the writer writes; everyone else enqueues.
+/// Holds one message waiting for the writer, and for a timed reply what to record once written.
+struct outgoing {
+    std::string text;
+    std::chrono::steady_clock::time_point queued;
+    std::chrono::steady_clock::time_point received;
+    const endpoint_handler* timed = nullptr;  ///< its handler, when it times its replies
+};
+
 class ws_session final : public tracked_connection,
                          public push_target,
                          public std::enable_shared_from_this<ws_session> {
@@ -111,6 +120,7 @@ private:
         for (;;) {
             buffer.clear();
             auto [ec, bytes] = co_await ws_.async_read(buffer, asio::as_tuple(asio::use_awaitable));
+            const auto received = std::chrono::steady_clock::now();
             if (ec) {
                 if (ec == websocket::error::message_too_big) {
                     state_->metrics.frames_too_big.inc();
@@ -147,7 +157,7 @@ private:
                 enqueue(to_wire(busy_reply(std::move(message.id), "too many requests in flight")));
                 continue;
             }
-            start_request(std::move(message));
+            start_request(std::move(message), received);
         }
         reading_done_ = true;
         wake_.cancel();
@@ -163,13 +173,16 @@ private:
                 break;
             }
             if (!queue_.empty()) {
-                std::string text = std::move(queue_.front());
+                outgoing next = std::move(queue_.front());
                 queue_.pop_front();
                 ws_.text(true);
-                auto [ec, bytes] = co_await ws_.async_write(asio::buffer(text),
+                auto [ec, bytes] = co_await ws_.async_write(asio::buffer(next.text),
                                                             asio::as_tuple(asio::use_awaitable));
                 if (ec) {
                     break;
+                }
+                if (next.timed != nullptr) {
+                    record_written(next);
                 }
                 continue;
             }
@@ -187,7 +200,21 @@ private:
         queue_.clear();
     }
 
-    void enqueue(std::string text) {
+    static void record_written(const outgoing& o) {
+        using std::chrono::duration_cast;
+        using std::chrono::microseconds;
+        const auto now = std::chrono::steady_clock::now();
+        if (o.timed->write_time != nullptr) {
+            o.timed->write_time->record(duration_cast<microseconds>(now - o.queued));
+        }
+        if (o.timed->total_time != nullptr) {
+            o.timed->total_time->record(duration_cast<microseconds>(now - o.received));
+        }
+    }
+
+    void enqueue(std::string text) { enqueue(outgoing{std::move(text), {}, {}, nullptr}); }
+
+    void enqueue(outgoing o) {
         if (writer_done_ || close_code_ || closed_now_) {
             return;
         }
@@ -199,7 +226,7 @@ private:
             request_close(websocket::close_code::policy_error);
             return;
         }
-        queue_.push_back(std::move(text));
+        queue_.push_back(std::move(o));
         wake_.cancel();
     }
 
@@ -242,12 +269,13 @@ private:
         beast::get_lowest_layer(ws_).socket().close(ignored);
     }
 
-    void start_request(inbound_message message) {
+    void start_request(inbound_message message, std::chrono::steady_clock::time_point received) {
         ++inflight_;
         const std::uint64_t rid = next_request_id_++;
         auto& signal = signals_[rid];
         asio::co_spawn(
-            executor_, handle(shared_from_this(), gate_entry(*state_), std::move(message)),
+            executor_,
+            handle(shared_from_this(), gate_entry(*state_), std::move(message), received),
             asio::bind_cancellation_slot(
                 signal.slot(), [self = shared_from_this(), rid](std::exception_ptr) {
                     // The signal must outlive the coroutine's use of it; erase it
@@ -257,15 +285,23 @@ private:
     }
 
     static asio::awaitable<void> handle(std::shared_ptr<ws_session> self,
-                                        [[maybe_unused]] gate_entry entry,
-                                        inbound_message message) {
+                                        [[maybe_unused]] gate_entry entry, inbound_message message,
+                                        std::chrono::steady_clock::time_point received) {
         nlohmann::json reply;
         bool failed = false;
+        const endpoint_handler& handler = self->handlers_->find(message.type)->second;
         try {
-            const auto& handler = self->handlers_->find(message.type)->second;
             const request_context context{self->claims_, self->id_, self->endpoint_,
-                                          self->executor_};
-            reply = co_await handler(context, std::move(message.body));
+                                          self->executor_, received};
+            if (handler.on_connection_loop || self->state_->on_main_loop()) {
+                reply = co_await handler.run(context, std::move(message.body));
+            } else {
+                // The main loop owns what this handler uses: it runs there, and this coroutine
+                // resumes here with its reply.
+                reply = co_await asio::co_spawn(self->state_->ioc,
+                                                handler.run(context, std::move(message.body)),
+                                                asio::use_awaitable);
+            }
         } catch (const std::exception& e) {
             log::error("connection " + std::to_string(self->id_) + ": handler of \"" +
                        message.type + "\" failed: " + e.what());
@@ -280,7 +316,11 @@ private:
             reply = error_reply(std::move(message.id), "internal", "internal error");
         }
         --self->inflight_;
-        self->enqueue(to_wire(reply));
+        const bool timed = handler.write_time != nullptr || handler.total_time != nullptr;
+        self->enqueue(outgoing{
+            to_wire(reply),
+            timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{},
+            received, timed ? &handler : nullptr});
         if (self->stopping_ && self->inflight_ == 0) {
             self->request_close(websocket::close_code::going_away);
         }
@@ -297,8 +337,8 @@ private:
     const endpoint_handlers* handlers_;
     std::size_t inflight_max_;
 
-    std::deque<std::string> queue_;  ///< at most limits::ws_write_queue_max
-    std::size_t inflight_ = 0;       ///< at most inflight_max_
+    std::deque<outgoing> queue_;  ///< at most limits::ws_write_queue_max
+    std::size_t inflight_ = 0;    ///< at most inflight_max_
     std::uint64_t next_request_id_ = 1;
     std::map<std::uint64_t, asio::cancellation_signal> signals_;  ///< one per in-flight request
     std::optional<websocket::close_code> close_code_;             ///< set once: the close to send

@@ -1,5 +1,6 @@
 #include "app/commands/commands.hpp"
 #include "app/commands/database_target.hpp"
+#include "app/commands/event_loops.hpp"
 #include "app/commands/migrate_step.hpp"
 #include "app/commands/secret.hpp"
 
@@ -78,9 +79,12 @@ int serve_command(const config& cfg) {
     const std::string secret = load_or_create_token_secret(cfg);
     database_target target = open_database_target(cfg);
 
-    // One event-loop thread runs the gateway and every pool: the pools are single-executor, and
-    // on a two-core machine the other core belongs to PostgreSQL and the actors.
-    boost::asio::io_context ioc{1};
+    // gateway.io_threads event loops. Connections are spread over them, and each has its own
+    // placement actors and placement connections, so a bet stays on one thread from its frame
+    // to its reply. The main loop (loop 0) also runs the other pools and services, which are
+    // single-executor; requests that need them hop there (net/ws_session.cpp).
+    event_loops loops(cfg.gateway.io_threads);
+    boost::asio::io_context& ioc = loops.main();
     {
         auto migrated =
             boost::asio::co_spawn(ioc, apply_migrations(ioc.get_executor(), target.conninfo, cfg),
@@ -94,12 +98,17 @@ int serve_command(const config& cfg) {
     }
 
     metrics::registry registry;
+    const auto executors = loops.executors();
     db::pools pools =
-        db::pools::make(ioc.get_executor(), cfg.database, target.conninfo, target.read_conninfo);
+        db::pools::make(executors, cfg.database, target.conninfo, target.read_conninfo);
     actors::runtime actor_runtime(cfg.actors);
     actors::placement_metrics placement_metrics(registry);
-    actors::placement_service placement(actor_runtime.system(), ioc.get_executor(),
-                                        *pools.placement, *pools.background, cfg,
+    std::vector<actors::placement_loop> placement_loops;
+    for (std::size_t i = 0; i < executors.size(); ++i) {
+        placement_loops.push_back({loops.all()[i], pools.placement[i].get()});
+    }
+    actors::placement_service placement(actor_runtime.system(), std::move(placement_loops),
+                                        ioc.get_executor(), *pools.background, cfg,
                                         placement_metrics);
 
     actors::settlement_metrics settlement_metrics(registry);
@@ -135,8 +144,10 @@ int serve_command(const config& cfg) {
         net::make_market_routes(cfg, pools,
                                 [&settlement](std::int64_t market) { settlement.notify(market); }),
         std::back_inserter(services.routes));
+    services.loops = loops.all();
     net::server gateway(ioc, std::move(services));
     gateway.start();
+    loops.start();
     log::info("listening on http://" + cfg.gateway.host + ":" + std::to_string(gateway.port()));
 
     auto pushes_stop = std::make_shared<bool>(false);
@@ -155,13 +166,16 @@ int serve_command(const config& cfg) {
         boost::asio::detached);
     ioc.run();
 
-    // After a second signal the loop stopped mid-drain: nothing runs on it any more, so this
-    // thread may release what the drain did not.
+    // After a second signal the main loop stopped mid-drain: nothing runs on it any more, so
+    // this thread may release what the drain did not (the other loops' parts are posted there).
     placement.stop();
     settlement.stop();
     sweeper.stop();
     reconciliation.stop();
 
+    // The other loops end once their sessions, groups and connections are gone; a loop still
+    // busy after the shutdown deadline is stopped.
+    loops.finish(std::chrono::milliseconds(cfg.gateway.shutdown_deadline_ms));
     actor_runtime.shutdown();
     if (target.cluster) {
         target.cluster->stop();

@@ -49,6 +49,10 @@ inline constexpr std::size_t quoted_input_chars_max = 64;
 
 // --- Gateway -----------------------------------------------------------------------------------
 
+/// Upper bound on `gateway.io_threads`, the event-loop threads: far above any core count this
+/// engine is sized for, so a typo cannot start thousands of threads.
+inline constexpr std::size_t io_threads_max = 64;
+
 /// Connections over `gateway.connections_max` that get their 503 at once, each from a short
 /// coroutine; beyond this many they are closed without a response, so that a flood of
 /// connections cannot grow these coroutines without bound.
@@ -120,10 +124,11 @@ inline constexpr std::size_t exposure_shards_max = 64;
 /// request is answered `busy` at once: at a few milliseconds per placement, a full queue is
 /// already most of a second of waiting, and more would only turn into timeouts.
 inline constexpr std::size_t placement_queue_per_actor_max = 256;
-/// Placements one actor executes together in one transaction (natural group commit): the
-/// requests that queued while its previous transaction ran. Small, because the group holds the
-/// balance rows it locked until its one commit, and a lock timeout retries the whole group.
-inline constexpr std::size_t placement_group_max = 16;
+/// Upper bound on `placement.group_bets_max`, the placements one actor executes together in one
+/// transaction (natural group commit: the requests that queued while its previous transaction
+/// ran). Bounded because the group holds the balance rows it locked until its one commit, and a
+/// lock timeout retries the whole group.
+inline constexpr std::size_t placement_group_max = 256;
 /// Re-executions of one placement on a fresh connection after its connection broke. Safe
 /// because the idempotency key makes a re-execution return the first result.
 inline constexpr std::size_t placement_reconnects_max = 2;

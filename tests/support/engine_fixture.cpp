@@ -144,7 +144,8 @@ engine::engine(const engine_parts& parts, const std::function<void(config&)>& co
     }
     if (parts.pools) {
         const auto& url = parts.pools_url.empty() ? m.db.url() : parts.pools_url;
-        m.pools = db::pools::make(m.ioc.get_executor(), m.cfg.database, url, url);
+        const boost::asio::any_io_executor loop = m.ioc.get_executor();
+        m.pools = db::pools::make({&loop, 1}, m.cfg.database, url, url);
     }
     m.thread = std::thread([&ioc = m.ioc] { ioc.run(); });
     bool migrated = true;
@@ -159,8 +160,9 @@ engine::engine(const engine_parts& parts, const std::function<void(config&)>& co
             if (parts.placement) {
                 m.placement_metrics = std::make_unique<actors::placement_metrics>(m.registry);
                 m.placement = std::make_unique<actors::placement_service>(
-                    m.runtime->system(), m.ioc.get_executor(), *m.pools.placement,
-                    *m.pools.background, m.cfg, *m.placement_metrics);
+                    m.runtime->system(),
+                    std::vector<actors::placement_loop>{{&m.ioc, m.pools.placement.front().get()}},
+                    m.ioc.get_executor(), *m.pools.background, m.cfg, *m.placement_metrics);
             }
             if (parts.settlement) {
                 m.settlement_metrics = std::make_unique<actors::settlement_metrics>(m.registry);

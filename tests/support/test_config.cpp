@@ -12,6 +12,7 @@ config test_config(const std::string& database_url) {
     cfg.gateway.handshake_timeout_ms = 2000;
     cfg.gateway.idle_timeout_ms = 10000;
     cfg.gateway.shutdown_deadline_ms = 2000;
+    cfg.gateway.io_threads = 1;  // the fixture runs one loop
 
     cfg.database.url = database_url;
     cfg.database.connect_timeout_ms = 2000;
@@ -23,6 +24,7 @@ config test_config(const std::string& database_url) {
     cfg.actors.request_timeout_ms = 5000;
 
     cfg.placement.actors = 4;
+    cfg.placement.group_bets_max = 64;
     cfg.placement.lock_timeout_ms = 50;
     cfg.placement.lock_retries_max = 3;
     cfg.placement.idempotency_retention_s = 86400;

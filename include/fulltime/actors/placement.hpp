@@ -1,14 +1,17 @@
 #pragma once
 /// The placement path's actors (docs/design.md, "Placement"): a fixed pool of placement actors,
-/// each owning one connection of the `placement` db pool, and the background actor that purges
-/// expired idempotency keys.
+/// each owning its queue and one connection of the placement pool on one event-loop thread, and
+/// the background actor that purges expired idempotency keys.
 ///
-/// Threading. The db layer is single-threaded Asio: connections live on the engine's
-/// io_context and are touched only from coroutines running there. An actor never calls libpq;
-/// it keeps a FIFO of requests and, when idle, co_spawns onto the io_context a coroutine that
-/// runs `fulltime_place_group` on the actor's connection, answers each placement's session
-/// directly (its reply sink), and then tells the actor the group is done. So a CAF thread never
-/// waits on the database, and the io thread never waits on an actor.
+/// Threading. The engine runs gateway.io_threads event loops (one io_context and one thread
+/// each). A connection is spread over them when accepted, and each loop has its own placement
+/// actors and its own share of the placement pool. A placement actor is an actor in the plain
+/// sense, not a CAF one: a FIFO of requests served by its loop's thread, which runs the
+/// requests queued while its connection was busy as one group (one fulltime_place_group call)
+/// and answers each session directly. place() hands a request to an actor of the caller's own
+/// loop, so a bet is read, placed and answered on one thread and crosses none; only when a loop
+/// has no actor of its own (more loops than actors) does it cross once each way. CAF stays out
+/// of this path; the purge actor is a CAF actor whose database calls run on loop 0.
 ///
 /// CAF stays out of this header (it is included by the gateway's endpoint code).
 
@@ -19,10 +22,13 @@
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string_view>
+#include <vector>
 
 namespace caf {
 class actor_system;
@@ -37,7 +43,21 @@ class counter;
 class registry;
 }  // namespace fulltime::metrics
 
+namespace boost::asio {
+class io_context;
+}  // namespace boost::asio
+
 namespace fulltime::actors {
+
+/// Names the hops of one placement, each timed into fulltime_placement_stage_seconds{stage}:
+/// parse (frame read to typed request), handoff (to its actor's queue), queue (waiting there),
+/// group (the group starts to its statement sent), database (the statement's round trip),
+/// reply (the answer back to the reply rendered), write (rendered to written on the socket),
+/// and total (frame read to reply written).
+enum class placement_stage { parse, handoff, queue, group, database, reply, write, total };
+
+/// Returns the stage's label ("parse", ...).
+std::string_view stage_name(placement_stage s) noexcept;
 
 /// Holds the counters of the placement path, registered once in the engine's registry.
 struct placement_metrics {
@@ -65,30 +85,46 @@ struct placement_metrics {
     metrics::counter& purge_batches;     ///< purge transactions committed
     metrics::counter& purge_failures;    ///< purge transactions that failed
     metrics::latency_histogram latency;  ///< place request to answer, as the gateway sees it
+
+    /// Returns the histogram of one stage.
+    metrics::latency_histogram& stage(placement_stage s) noexcept {
+        return stages_[static_cast<std::size_t>(s)];
+    }
+
+private:
+    std::array<metrics::latency_histogram, 8> stages_;
+};
+
+/// Names one event-loop thread's share of the placement path: its io_context (run by one
+/// thread) and the placement pool made with its executor.
+struct placement_loop {
+    boost::asio::io_context* context = nullptr;
+    db::pool* pool = nullptr;
 };
 
 /// Starts and owns the placement actors and the idempotency purge actor.
 class placement_service {
 public:
-    /// Spawns cfg.placement.actors placement actors on `placement` and the purge actor on
-    /// `background`. `io` is the executor the pools were made with (a single-threaded
-    /// io_context); every database call runs there. The pools, system and metrics must outlive
-    /// this object.
-    placement_service(caf::actor_system& system, boost::asio::any_io_executor io,
-                      db::pool& placement, db::pool& background, const config& cfg,
+    /// Starts cfg.placement.actors placement actors spread over `loops` (actor i on loop
+    /// i % loops.size(), borrowing from that loop's pool), and the purge actor, whose calls run
+    /// on `background`'s executor `main` (loop 0). The loops, pools, system and metrics must
+    /// outlive this object.
+    placement_service(caf::actor_system& system, std::vector<placement_loop> loops,
+                      boost::asio::any_io_executor main, db::pool& background, const config& cfg,
                       placement_metrics& metrics);
-    /// Tells the actors to quit if stop() was not called (their connections are then released
-    /// on the io_context when it next runs).
+    /// Stops the actors if stop() was not called.
     ~placement_service();
     placement_service(const placement_service&) = delete;
     placement_service& operator=(const placement_service&) = delete;
 
-    /// Places one bet: sends it to the actor of its account (by account id), where it may commit
-    /// with other queued placements as one group, and awaits its answer within
-    /// actors.request_timeout_ms. Operating errors are results (busy, failed), never exceptions.
-    /// Must be awaited on an executor of the io_context.
-    boost::asio::awaitable<bets::place_result> place(bets::place_request request,
-                                                     std::string fingerprint);
+    /// Places one bet: hands it to a placement actor of the caller's loop (chosen by account
+    /// id), where it may commit with other queued placements as one group, and awaits its
+    /// answer within actors.request_timeout_ms. Operating errors are results (busy, failed),
+    /// never exceptions. Awaited on any executor of one of the loops. When `answered_at` is not
+    /// null it receives when the actor answered (for the reply stage).
+    boost::asio::awaitable<bets::place_result> place(
+        bets::place_request request, std::string fingerprint,
+        std::chrono::steady_clock::time_point* answered_at = nullptr);
 
     /// Runs one purge round now and returns the number of keys deleted, or nullopt when the
     /// round failed or did not answer in time (tests and operations; the actor also runs on its
@@ -98,8 +134,9 @@ public:
     /// Returns the number of placement actors.
     std::size_t actor_count() const noexcept;
 
-    /// Tells every actor to quit (queued requests are answered busy) and releases the idle
-    /// connections. Call on the io_context after the gateway drained and before the pools close.
+    /// Tells every actor to stop (queued requests are answered busy; a running group answers its
+    /// own when its call ends) and releases the idle connections, each on its own loop (at once
+    /// when called there). Call after the gateway drained and before the pools close.
     void stop();
 
     struct impl;

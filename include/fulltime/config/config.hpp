@@ -48,6 +48,7 @@ struct gateway_settings {
     std::int64_t handshake_timeout_ms = 0;
     std::int64_t idle_timeout_ms = 0;
     std::int64_t shutdown_deadline_ms = 0;
+    std::size_t io_threads = 0;  ///< event-loop threads; resolved from 0 to the core count
 };
 
 /// Holds settings of the actor system.
@@ -60,6 +61,7 @@ struct actor_settings {
 /// Holds settings of the placement path.
 struct placement_settings {
     std::size_t actors = 0;                    ///< placement actors, each owning one connection
+    std::size_t group_bets_max = 0;            ///< placements committed together, at most
     std::int64_t lock_timeout_ms = 0;          ///< SET LOCAL lock_timeout of a placement
     std::size_t lock_retries_max = 0;          ///< retries after a lock timeout, then `busy`
     std::int64_t idempotency_retention_s = 0;  ///< keys older than this are purged

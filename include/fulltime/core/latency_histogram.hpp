@@ -11,13 +11,15 @@
 
 namespace fulltime::metrics {
 
-/// Counts durations into fixed buckets from 250 us to 10 s (and one overflow bucket).
+/// Counts durations into fixed buckets from 10 us to 10 s (and one overflow bucket): fine at the
+/// low end, where one stage of a placement lives.
 class latency_histogram {
 public:
     /// Upper bounds of the buckets, in microseconds; the last bucket is +Inf.
-    static constexpr std::array<std::int64_t, 16> bounds_us = {
-        250,     500,     1'000,   2'000,     5'000,     10'000,    20'000,     50'000,
-        100'000, 200'000, 500'000, 1'000'000, 2'000'000, 5'000'000, 10'000'000, INT64_MAX};
+    static constexpr std::array<std::int64_t, 20> bounds_us = {
+        10,      25,        50,        100,       250,        500,      1'000,
+        2'000,   5'000,     10'000,    20'000,    50'000,     100'000,  200'000,
+        500'000, 1'000'000, 2'000'000, 5'000'000, 10'000'000, INT64_MAX};
 
     /// Records one duration.
     void record(std::chrono::microseconds duration) noexcept;
@@ -32,6 +34,11 @@ public:
     /// Appends `name`_bucket/_sum/_count as a Prometheus histogram in seconds, then the gauges
     /// `name`_p50 and `name`_p99 (estimates, in seconds).
     void render(std::string& out, std::string_view name, std::string_view help) const;
+
+    /// Appends the series of one member of a labelled family, without HELP/TYPE headers:
+    /// `name`_bucket/_sum/_count with `labels` (a label set without braces, e.g.
+    /// `stage="queue"`). The caller writes the family's header once (append_header).
+    void render_series(std::string& out, std::string_view name, std::string_view labels) const;
 
 private:
     std::array<std::atomic<std::uint64_t>, bounds_us.size()> buckets_{};

@@ -16,6 +16,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -86,28 +87,38 @@ public:
     const std::string& name() const noexcept;
 
     /// Fails every waiter with errc::pool_closed, closes idle connections, and closes lent ones
-    /// as they come back. Later acquires fail at once.
+    /// as they come back. Later acquires fail at once. Callable from any thread: it runs on the
+    /// pool's executor, at once when called there.
     void close();
 
 private:
     std::shared_ptr<detail::pool_state> state_;
 };
 
-/// Holds the four pools of the engine.
+/// Holds the pools of the engine: the placement pool, split over the event-loop threads, and the
+/// settlement, read and background pools of thread 0.
 struct pools {
-    std::unique_ptr<pool> placement;
+    /// One per event-loop thread, made with that thread's executor: a placement actor borrows
+    /// from the pool of its own thread. Together they open at most
+    /// database.pools.placement.size_max connections, and they are reported as one pool.
+    std::vector<std::unique_ptr<pool>> placement;
     std::unique_ptr<pool> settlement;
     std::unique_ptr<pool> read;
     std::unique_ptr<pool> background;
 
-    /// Creates the pools from the settings; `read` uses settings.read_url when it is set.
-    static pools make(boost::asio::any_io_executor executor, const database_settings& settings,
-                      const std::string& primary_conninfo, const std::string& read_conninfo);
+    /// Creates the pools from the settings: one placement pool per executor of `threads` (one
+    /// per event-loop thread, at least one), the others on threads[0]. `read` uses
+    /// settings.read_url when it is set.
+    static pools make(std::span<const boost::asio::any_io_executor> threads,
+                      const database_settings& settings, const std::string& primary_conninfo,
+                      const std::string& read_conninfo);
 
-    /// Returns the four pools in a fixed order, for metrics.
-    std::vector<const pool*> all() const;
+    /// Returns a snapshot of each pool's figures, the placement pools summed into one entry
+    /// named "placement", in a fixed order (placement, settlement, read, background). Callable
+    /// from any thread.
+    std::vector<pool_stats> stats() const;
 
-    /// Closes all four.
+    /// Closes every pool, each on its own executor (at once when called there).
     void close();
 };
 

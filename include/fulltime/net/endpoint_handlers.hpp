@@ -8,10 +8,16 @@
 #include <boost/asio/awaitable.hpp>
 #include <nlohmann/json_fwd.hpp>
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <string>
+#include <type_traits>
+
+namespace fulltime::metrics {
+class latency_histogram;
+}  // namespace fulltime::metrics
 
 namespace fulltime::net {
 
@@ -27,6 +33,7 @@ struct request_context {
     std::uint64_t connection_id = 0;  ///< unique per gateway instance, for logs
     ws_endpoint endpoint = ws_endpoint::bets;
     boost::asio::any_io_executor executor;  ///< the connection's own executor (a strand)
+    std::chrono::steady_clock::time_point received_at;  ///< when the frame was read
 };
 
 /// Handles one message whose "type" it was registered for and returns the reply, which the
@@ -37,7 +44,29 @@ struct request_context {
 using message_handler = std::function<boost::asio::awaitable<nlohmann::json>(
     const request_context& context, nlohmann::json message)>;
 
+/// Holds one message type's handler, where it runs, and what the gateway times for it.
+struct endpoint_handler {
+    endpoint_handler() = default;
+    /// Wraps a handler that runs on the main loop (implicit, so that `handlers["x"] = lambda`
+    /// registers one).
+    template <class F>
+    requires(std::is_constructible_v<message_handler, F> &&
+             !std::is_same_v<std::decay_t<F>, endpoint_handler>) endpoint_handler(F f)
+        : run(std::move(f)) {}  // NOLINT(google-explicit-constructor)
+
+    message_handler run;
+    /// Where `run` runs. false: on the engine's main loop (loop 0), which owns the settlement,
+    /// read and background pools and every service but placement; a connection on another loop
+    /// hops there and back. true: on the connection's own loop; the handler then touches only
+    /// what is safe from any loop (the placement service, atomics).
+    bool on_connection_loop = false;
+    /// When set, the gateway records there how long the reply took from queued to written on
+    /// the socket, and from the frame read to written.
+    metrics::latency_histogram* write_time = nullptr;
+    metrics::latency_histogram* total_time = nullptr;
+};
+
 /// Maps a message type to its handler; a type absent here is refused as unknown.
-using endpoint_handlers = std::map<std::string, message_handler, std::less<>>;
+using endpoint_handlers = std::map<std::string, endpoint_handler, std::less<>>;
 
 }  // namespace fulltime::net

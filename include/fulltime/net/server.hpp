@@ -3,7 +3,9 @@
 /// the WebSocket endpoints /v1/bets and /v1/feed (docs/protocol.md).
 ///
 /// Beast stays out of this header: the server is a handle on state shared with its sessions.
-/// Everything runs on one io_context; each connection runs on its own strand of it.
+/// The io_context given to the server is the main loop: it accepts, and HTTP routes and the
+/// message handlers not marked on_connection_loop run there. Connections are spread over
+/// services::loops (each run by one thread), each on its own strand of its loop.
 
 #include "fulltime/core/resources.hpp"
 #include "fulltime/net/connection_registry.hpp"
@@ -48,6 +50,9 @@ struct services {
     endpoint_handlers bets;                               ///< message handlers of /v1/bets, by type
     endpoint_handlers feed;                               ///< message handlers of /v1/feed, by type
     http_routes routes;  ///< extra HTTP routes; may not reuse the built-in paths
+    /// The event loops new connections are spread over, round robin, each run by one thread;
+    /// empty: the main loop only. The main loop may be one of them.
+    std::vector<boost::asio::io_context*> loops;
 };
 
 namespace detail {
