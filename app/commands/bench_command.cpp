@@ -1,12 +1,23 @@
 // `fulltime bench-placement`: a WebSocket load generator for the placement path, used by
-// scripts/bench-placement. It speaks the public protocol only, so it measures what a client
-// sees: N connections, each on one of M accounts (connection i uses account first + i % M),
-// placing bets with fresh keys and, at a given ratio, repeating an earlier key (a retry).
+// scripts/bench-placement and scripts/bench-settlement. It speaks the public protocol only, so
+// it measures what a client sees: N connections, each on one of M accounts (connection i uses
+// account first + i % M), placing bets with fresh keys and, at a given ratio, repeating an
+// earlier request of the connection exactly (a retry: same key, selection and stake).
+//
+// The bets' mix: `--selections ID:W,...` picks each bet's selection with weight W (or
+// `--selection ID` for one), `--stakes AMOUNT:W,...` its stake (or `--stake AMOUNT`), so a run
+// can put a share of its bets on one hot market and send some stakes the engine must refuse.
+// Replies are counted by outcome ("placed", "placed (replayed)", "rejected CODE", ...).
 //
 // Two modes: closed loop (each connection keeps `inflight` requests outstanding: the maximum
 // throughput) and open loop (`--rate R` requests/s in total, sent on schedule whatever the
 // replies; latency is measured from the scheduled time, so a stall is not hidden by the client
-// waiting — no coordinated omission).
+// waiting — no coordinated omission). The open loop's schedule is evenly spaced
+// (`--arrivals uniform`, the default) or a Poisson process (`--arrivals poisson`: exponential
+// gaps, as `pgbench --rate` schedules its transactions). `--warmup-s W` leaves requests
+// scheduled (open loop) or sent (closed loop) in the first W seconds out of the latency and
+// rate figures. It reports its own CPU time, so a run can tell whether the generator itself
+// was the bottleneck, and how late its writes left against their schedule (send lag).
 
 #include "app/commands/commands.hpp"
 #include "app/commands/secret.hpp"
@@ -25,6 +36,8 @@
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/websocket/stream.hpp>
 #include <nlohmann/json.hpp>
+
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <charconv>
@@ -47,60 +60,90 @@ namespace websocket = beast::websocket;
 using clock_type = std::chrono::steady_clock;
 using asio::ip::tcp;
 
+/// Values picked with weights: `--selections 11:10,12:10,21:2` or `--stakes 2.00:97,6000000:2`.
+template <class T>
+struct weighted {
+    std::vector<T> values;
+    std::vector<double> weights;
+};
+
 struct bench_options {
     std::string host = "127.0.0.1";
     std::uint16_t port = 8080;
     std::size_t connections = 16;
     std::int64_t accounts = 16;
     std::int64_t first_account = 1;
-    std::int64_t selection = 1;
-    std::string stake = "1.00";
+    weighted<std::int64_t> selections{{1}, {1}};
+    weighted<std::string> stakes{{"1.00"}, {1}};
     std::string odds = "2.00";
     double duration_s = 10;
+    double warmup_s = 0;        // leading seconds left out of latency and rate
     double rate = 0;            // requests/s in total; 0: closed loop
+    bool poisson = false;       // open loop: exponential gaps instead of even ones
     std::size_t inflight = 4;   // per connection, closed loop
-    double repeat_ratio = 0.1;  // share of requests that repeat an earlier key
+    double repeat_ratio = 0.1;  // share of requests that repeat an earlier request
     std::string key_prefix = "bench";
 };
 
 struct stats {
-    std::vector<double> latencies_ms;
-    std::map<std::string, std::uint64_t> outcomes;
+    std::vector<double> latencies_ms;  // replies to requests after the warm-up
+    std::vector<double> send_lag_ms;   // open loop: write start - scheduled time, after warm-up
+    std::map<std::string, std::uint64_t> outcomes;  // every reply
     std::uint64_t sent = 0;
+    std::uint64_t replies = 0;  // every reply, warm-up included
     std::uint64_t errors = 0;
 };
 
+struct pending_request {
+    clock_type::time_point start;  // scheduled time (open loop) or send time (closed loop)
+    bool counted = false;          // after the warm-up
+};
+
+/// A request as first sent, so that a repeat is an exact retry (same key and parameters).
+struct sent_request {
+    std::string key;
+    std::size_t selection = 0;  // index into the options' selections
+    std::size_t stake = 0;      // index into the options' stakes
+};
+
 struct connection_state {
-    bench_options opt;
+    const bench_options* opt = nullptr;
     std::size_t index = 0;
     std::int64_t account = 0;
     std::string token;
     stats* totals = nullptr;
+    clock_type::time_point measure_from;
     clock_type::time_point end;
-    std::unordered_map<std::string, clock_type::time_point> pending;  // id -> start
-    std::vector<std::string> used_keys;
+    std::unordered_map<std::string, pending_request> pending;  // id -> start
+    std::vector<sent_request> used;
     std::uint64_t next = 0;
     bool done_sending = false;
     std::mt19937_64 rng;
+    std::discrete_distribution<std::size_t> pick_selection;
+    std::discrete_distribution<std::size_t> pick_stake;
 };
 
-std::string make_request(connection_state& c) {
-    const std::string id = std::to_string(c.index) + "-" + std::to_string(c.next);
-    std::string key;
+std::string make_request(connection_state& c, const std::string& id) {
     std::uniform_real_distribution<double> coin(0, 1);
-    if (!c.used_keys.empty() && coin(c.rng) < c.opt.repeat_ratio) {
-        std::uniform_int_distribution<std::size_t> pick(0, c.used_keys.size() - 1);
-        key = c.used_keys[pick(c.rng)];
+    sent_request r;
+    if (!c.used.empty() && coin(c.rng) < c.opt->repeat_ratio) {
+        std::uniform_int_distribution<std::size_t> pick(0, c.used.size() - 1);
+        r = c.used[pick(c.rng)];
     } else {
-        key = c.opt.key_prefix + "-" + std::to_string(c.index) + "-" + std::to_string(c.next);
-        if (c.used_keys.size() < 10'000) {
-            c.used_keys.push_back(key);
+        r.key = c.opt->key_prefix + "-" + std::to_string(c.index) + "-" + std::to_string(c.next);
+        r.selection = c.pick_selection(c.rng);
+        r.stake = c.pick_stake(c.rng);
+        if (c.used.size() < 10'000) {
+            c.used.push_back(r);
         }
     }
     ++c.next;
-    nlohmann::json j = {{"type", "place"},        {"id", id},
-                        {"idempotency_key", key}, {"selection_id", c.opt.selection},
-                        {"stake", c.opt.stake},   {"odds", c.opt.odds},
+    nlohmann::json j = {{"type", "place"},
+                        {"id", id},
+                        {"idempotency_key", r.key},
+                        {"selection_id", c.opt->selections.values[r.selection]},
+                        {"stake", c.opt->stakes.values[r.stake]},
+                        {"odds", c.opt->odds},
                         {"accept", "any"}};
     return j.dump();
 }
@@ -124,14 +167,20 @@ asio::awaitable<void> reader(websocket::stream<beast::tcp_stream>& ws, connectio
         if (it == c.pending.end()) {
             continue;
         }
-        c.totals->latencies_ms.push_back(
-            std::chrono::duration<double, std::milli>(now - it->second).count());
+        ++c.totals->replies;
+        if (it->second.counted) {
+            c.totals->latencies_ms.push_back(
+                std::chrono::duration<double, std::milli>(now - it->second.start).count());
+        }
         c.pending.erase(it);
         std::string outcome = reply.value("type", "?");
         if (outcome == "placed" && reply.value("replayed", false)) {
             outcome = "placed (replayed)";
-        } else if (outcome == "rejected") {
+        } else if (outcome == "rejected" || outcome == "error") {
             outcome += " " + reply.value("code", "?");
+            if (reply.value("replayed", false)) {
+                outcome += " (replayed)";
+            }
         }
         ++c.totals->outcomes[outcome];
         wake.cancel();
@@ -146,27 +195,54 @@ asio::awaitable<void> writer(websocket::stream<beast::tcp_stream>& ws, connectio
     // The open loop paces on its own timer: replies cancel `wake` (to refill the closed loop's
     // window), which must not make an open-loop request leave before its scheduled time.
     asio::steady_timer pace(co_await asio::this_coro::executor);
-    const bool open_loop = c.opt.rate > 0;
-    const auto interval =
-        open_loop ? std::chrono::duration_cast<clock_type::duration>(std::chrono::duration<double>(
-                        static_cast<double>(c.opt.connections) / c.opt.rate))
-                  : clock_type::duration::zero();
-    // Spread the connections' schedules over one interval.
+    const bench_options& opt = *c.opt;
+    const bool open_loop = opt.rate > 0;
+    // Each connection's share of the rate: a Poisson process of rate R / N (their sum is one of
+    // rate R, as pgbench's clients), or one request every N / R seconds.
+    const double share = open_loop ? opt.rate / static_cast<double>(opt.connections) : 1.0;
+    std::exponential_distribution<double> gap_s(share);
+    const auto even_gap = open_loop ? std::chrono::duration_cast<clock_type::duration>(
+                                          std::chrono::duration<double>(1.0 / share))
+                                    : clock_type::duration::zero();
+    auto next_gap = [&] {
+        return opt.poisson ? std::chrono::duration_cast<clock_type::duration>(
+                                 std::chrono::duration<double>(gap_s(c.rng)))
+                           : even_gap;
+    };
+    // Spread the connections' even schedules over one interval; a Poisson schedule starts
+    // with a gap of its own.
     auto scheduled =
-        clock_type::now() + interval * static_cast<long>(c.index) /
-                                static_cast<long>(std::max<std::size_t>(1, c.opt.connections));
-    while (clock_type::now() < c.end) {
+        clock_type::now() +
+        (opt.poisson ? next_gap()
+                     : even_gap * static_cast<long>(c.index) /
+                           static_cast<long>(std::max<std::size_t>(1, opt.connections)));
+    for (;;) {
         if (open_loop) {
+            if (scheduled >= c.end) {
+                break;
+            }
             pace.expires_at(scheduled);
             co_await pace.async_wait(asio::as_tuple(asio::use_awaitable));
-        } else if (c.pending.size() >= c.opt.inflight) {
-            wake.expires_after(std::chrono::milliseconds(50));
-            co_await wake.async_wait(asio::as_tuple(asio::use_awaitable));
-            continue;
+        } else {
+            if (clock_type::now() >= c.end) {
+                break;
+            }
+            if (c.pending.size() >= opt.inflight) {
+                wake.expires_after(std::chrono::milliseconds(50));
+                co_await wake.async_wait(asio::as_tuple(asio::use_awaitable));
+                continue;
+            }
         }
-        const std::string text = make_request(c);
-        const auto id = std::to_string(c.index) + "-" + std::to_string(c.next - 1);
-        c.pending.emplace(id, open_loop ? scheduled : clock_type::now());
+        const auto id = std::to_string(c.index) + "-" + std::to_string(c.next);
+        const std::string text = make_request(c, id);
+        const auto now = clock_type::now();
+        const auto start = open_loop ? scheduled : now;
+        const bool counted = start >= c.measure_from;
+        c.pending.emplace(id, pending_request{start, counted});
+        if (open_loop && counted) {
+            c.totals->send_lag_ms.push_back(
+                std::chrono::duration<double, std::milli>(now - scheduled).count());
+        }
         ++c.totals->sent;
         auto [ec, n] =
             co_await ws.async_write(asio::buffer(text), asio::as_tuple(asio::use_awaitable));
@@ -174,11 +250,12 @@ asio::awaitable<void> writer(websocket::stream<beast::tcp_stream>& ws, connectio
             ++c.totals->errors;
             break;
         }
-        scheduled += interval;
+        if (open_loop) {
+            scheduled += next_gap();
+        }
     }
     c.done_sending = true;
     // Give outstanding replies a bounded time, then close.
-    wake.expires_after(std::chrono::seconds(10));
     while (!c.pending.empty() && clock_type::now() < c.end + std::chrono::seconds(10)) {
         wake.expires_after(std::chrono::milliseconds(20));
         co_await wake.async_wait(asio::as_tuple(asio::use_awaitable));
@@ -190,12 +267,12 @@ asio::awaitable<void> writer(websocket::stream<beast::tcp_stream>& ws, connectio
 asio::awaitable<void> run_connection(connection_state& c) {
     auto ex = co_await asio::this_coro::executor;
     websocket::stream<beast::tcp_stream> ws(ex);
-    tcp::endpoint endpoint(asio::ip::make_address(c.opt.host), c.opt.port);
+    tcp::endpoint endpoint(asio::ip::make_address(c.opt->host), c.opt->port);
     auto [ec] = co_await beast::get_lowest_layer(ws).async_connect(
         endpoint, asio::as_tuple(asio::use_awaitable));
     if (!ec) {
         beast::get_lowest_layer(ws).socket().set_option(tcp::no_delay(true));
-        auto [hec] = co_await ws.async_handshake(c.opt.host, "/v1/bets?token=" + c.token,
+        auto [hec] = co_await ws.async_handshake(c.opt->host, "/v1/bets?token=" + c.token,
                                                  asio::as_tuple(asio::use_awaitable));
         ec = hec;
     }
@@ -227,6 +304,27 @@ T parse_number(const std::string& text, const std::string& name) {
     return v;
 }
 
+/// "V:W,V:W,..." (a missing ":W" is weight 1); `parse` turns each V into a value.
+template <class T, class Parse>
+weighted<T> parse_weighted(const std::string& text, const std::string& name, Parse parse) {
+    weighted<T> out;
+    std::size_t pos = 0;
+    while (pos <= text.size()) {
+        const auto comma = std::min(text.find(',', pos), text.size());
+        const std::string item = text.substr(pos, comma - pos);
+        const auto colon = item.find(':');
+        out.values.push_back(parse(item.substr(0, colon)));
+        const double w =
+            colon == std::string::npos ? 1.0 : parse_number<double>(item.substr(colon + 1), name);
+        if (!(w > 0)) {
+            throw std::invalid_argument(name + ": weights must be > 0");
+        }
+        out.weights.push_back(w);
+        pos = comma + 1;
+    }
+    return out;
+}
+
 bench_options parse_options(const std::vector<std::string>& args) {
     bench_options o;
     for (std::size_t i = 0; i < args.size(); ++i) {
@@ -246,15 +344,32 @@ bench_options parse_options(const std::vector<std::string>& args) {
         } else if (a == "--first-account") {
             o.first_account = parse_number<std::int64_t>(v, a);
         } else if (a == "--selection") {
-            o.selection = parse_number<std::int64_t>(v, a);
+            o.selections = {{parse_number<std::int64_t>(v, a)}, {1}};
+        } else if (a == "--selections") {
+            o.selections = parse_weighted<std::int64_t>(
+                v, a, [&](const std::string& s) { return parse_number<std::int64_t>(s, a); });
         } else if (a == "--stake") {
-            o.stake = v;
+            o.stakes = {{v}, {1}};
+        } else if (a == "--stakes") {
+            o.stakes = parse_weighted<std::string>(v, a, [&](const std::string& s) {
+                if (s.empty()) {
+                    throw std::invalid_argument(a + ": empty stake");
+                }
+                return s;
+            });
         } else if (a == "--odds") {
             o.odds = v;
         } else if (a == "--duration-s") {
             o.duration_s = parse_number<double>(v, a);
+        } else if (a == "--warmup-s") {
+            o.warmup_s = parse_number<double>(v, a);
         } else if (a == "--rate") {
             o.rate = parse_number<double>(v, a);
+        } else if (a == "--arrivals") {
+            if (v != "uniform" && v != "poisson") {
+                throw std::invalid_argument(a + " must be uniform or poisson");
+            }
+            o.poisson = v == "poisson";
         } else if (a == "--inflight") {
             o.inflight = parse_number<std::size_t>(v, a);
         } else if (a == "--repeat-ratio") {
@@ -268,7 +383,19 @@ bench_options parse_options(const std::vector<std::string>& args) {
     if (o.connections == 0 || o.accounts <= 0 || o.inflight == 0 || o.duration_s <= 0) {
         throw std::invalid_argument("connections, accounts, inflight and duration must be > 0");
     }
+    if (o.warmup_s < 0 || o.warmup_s >= o.duration_s) {
+        throw std::invalid_argument("--warmup-s must be >= 0 and below --duration-s");
+    }
     return o;
+}
+
+double cpu_seconds() {
+    rusage u{};
+    getrusage(RUSAGE_SELF, &u);
+    auto s = [](const timeval& t) {
+        return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6;
+    };
+    return s(u.ru_utime) + s(u.ru_stime);
 }
 
 }  // namespace
@@ -279,14 +406,18 @@ int bench_command(const config& cfg, const std::vector<std::string>& args) {
     const auto now_s = std::chrono::duration_cast<std::chrono::seconds>(
                            std::chrono::system_clock::now().time_since_epoch())
                            .count();
+    const double cpu_before = cpu_seconds();
     stats totals;
     std::deque<connection_state> conns;
     const auto start = clock_type::now();
-    const auto end = start + std::chrono::duration_cast<clock_type::duration>(
-                                 std::chrono::duration<double>(opt.duration_s));
+    auto after = [&](double s) {
+        return start +
+               std::chrono::duration_cast<clock_type::duration>(std::chrono::duration<double>(s));
+    };
+    const auto end = after(opt.duration_s);
     for (std::size_t i = 0; i < opt.connections; ++i) {
         auto& c = conns.emplace_back();
-        c.opt = opt;
+        c.opt = &opt;
         c.index = i;
         c.account = opt.first_account + static_cast<std::int64_t>(i) % opt.accounts;
         token::claims claims;
@@ -295,8 +426,13 @@ int bench_command(const config& cfg, const std::vector<std::string>& args) {
         claims.expires_at_s = now_s + 3600;
         c.token = token::sign(claims, secret);
         c.totals = &totals;
+        c.measure_from = after(opt.warmup_s);
         c.end = end;
         c.rng.seed(1000 + i);
+        c.pick_selection = std::discrete_distribution<std::size_t>(opt.selections.weights.begin(),
+                                                                   opt.selections.weights.end());
+        c.pick_stake = std::discrete_distribution<std::size_t>(opt.stakes.weights.begin(),
+                                                               opt.stakes.weights.end());
     }
     asio::io_context ioc{1};
     for (auto& c : conns) {
@@ -304,18 +440,25 @@ int bench_command(const config& cfg, const std::vector<std::string>& args) {
     }
     ioc.run();
     const double elapsed_s = std::chrono::duration<double>(clock_type::now() - start).count();
+    const double cpu_s = cpu_seconds() - cpu_before;
 
     auto& lat = totals.latencies_ms;
     std::sort(lat.begin(), lat.end());
-    const double measured_s = std::min(elapsed_s, opt.duration_s);
+    auto& lag = totals.send_lag_ms;
+    std::sort(lag.begin(), lag.end());
+    const double measured_s = std::min(elapsed_s, opt.duration_s) - opt.warmup_s;
     nlohmann::json out = {
         {"mode", opt.rate > 0 ? "open" : "closed"},
+        {"arrivals", opt.rate > 0 ? (opt.poisson ? "poisson" : "uniform") : "closed"},
         {"target_rate", opt.rate},
         {"connections", opt.connections},
+        {"inflight", opt.rate > 0 ? 0 : opt.inflight},
         {"accounts", opt.accounts},
         {"duration_s", measured_s},
+        {"warmup_s", opt.warmup_s},
         {"sent", totals.sent},
         {"replies", lat.size()},
+        {"replies_total", totals.replies},
         {"errors", totals.errors},
         {"replies_per_s", static_cast<double>(lat.size()) / measured_s},
         {"latency_ms",
@@ -323,7 +466,14 @@ int bench_command(const config& cfg, const std::vector<std::string>& args) {
           {"p99", percentile(lat, 0.99)},
           {"p999", percentile(lat, 0.999)},
           {"max", lat.empty() ? 0.0 : lat.back()}}},
+        {"send_lag_ms",
+         {{"p50", percentile(lag, 0.50)},
+          {"p99", percentile(lag, 0.99)},
+          {"max", lag.empty() ? 0.0 : lag.back()}}},
         {"outcomes", totals.outcomes},
+        {"cpu_s", cpu_s},
+        {"cpu_us_per_request",
+         totals.replies == 0 ? 0.0 : cpu_s * 1e6 / static_cast<double>(totals.replies)},
     };
     std::printf("%s\n", out.dump().c_str());
     return totals.errors == 0 ? 0 : 1;
