@@ -17,6 +17,10 @@
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/websocket/stream.hpp>
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
 #include <deque>
 #include <map>
 #include <optional>
@@ -173,6 +177,12 @@ private:
                 break;
             }
             if (!queue_.empty()) {
+                // Several replies waiting (a group answered several of this connection's
+                // requests): cork the socket so that they leave in as few segments as the
+                // kernel can make, each costing a transmit here and a receive at the client.
+                if (queue_.size() > 1 && !corked_) {
+                    corked_ = set_cork(true);
+                }
                 outgoing next = std::move(queue_.front());
                 queue_.pop_front();
                 ws_.text(true);
@@ -180,6 +190,9 @@ private:
                                                             asio::as_tuple(asio::use_awaitable));
                 if (ec) {
                     break;
+                }
+                if (corked_ && queue_.empty()) {
+                    corked_ = !set_cork(false);
                 }
                 if (next.timed != nullptr) {
                     record_written(next);
@@ -198,6 +211,14 @@ private:
         }
         writer_done_ = true;
         queue_.clear();
+    }
+
+    // Sets TCP_CORK; returns whether it took. Uncorking sends what the cork held at once.
+    bool set_cork(bool on) {
+        const int value = on ? 1 : 0;
+        auto& socket = beast::get_lowest_layer(ws_).socket();
+        return ::setsockopt(socket.native_handle(), IPPROTO_TCP, TCP_CORK, &value, sizeof value) ==
+               0;
     }
 
     static void record_written(const outgoing& o) {
@@ -346,6 +367,7 @@ private:
     bool reading_done_ = false;
     bool writer_done_ = false;
     bool closed_now_ = false;  ///< socket closed without a handshake
+    bool corked_ = false;      ///< TCP_CORK is set while a burst of replies is written
     bool finished_ = false;
 };
 
