@@ -707,7 +707,17 @@ TEST_CASE("placement metrics appear in the Prometheus text") {
          {"fulltime_placements_total{outcome=\"placed\"} 1",
           "fulltime_placement_lock_timeouts_total 0", "fulltime_placement_busy_total{reason=",
           "fulltime_placement_latency_seconds_bucket{le=\"+Inf\"} 1",
-          "fulltime_placement_latency_seconds_p99 "}) {
+          "fulltime_placement_latency_seconds_p99 ",
+          "fulltime_placement_stage_seconds_count{stage=\"parse\"} 1",
+          "fulltime_placement_stage_seconds_count{stage=\"queue\"} 1",
+          "fulltime_placement_stage_seconds_count{stage=\"database\"} 1",
+          "fulltime_placement_stage_seconds_bucket{stage=\"database\",le=\"+Inf\"} 1"}) {
         CHECK_MESSAGE(text.find(needle) != std::string::npos, needle);
     }
+    // The write and total stages are recorded once the reply left the socket, which the
+    // client may see before the engine's writer resumes.
+    CHECK(fulltime::test::eventually([&] {
+        return e.metrics_text().find("fulltime_placement_stage_seconds_count{stage=\"total\"} 1") !=
+               std::string::npos;
+    }));
 }
