@@ -732,6 +732,84 @@ TEST_CASE("placement group: keys with any characters round-trip and are placed a
     check_invariants(e);
 }
 
+// --- A key claimed by a concurrent group -------------------------------------------------------
+
+/// Holds what the second group got and what ending the first one did.
+struct race_result {
+    group_result second;
+    std::string first_end;
+};
+
+awaitable<group_result> second_group(db::connection& conn, db::place_group_params p) {
+    co_return read_rows(co_await call_sql(conn, "fulltime_place_group", p, 30000, 1));
+}
+
+/// Ends the first group's transaction with `end` once the second group waits on a lock.
+awaitable<group_result> end_first(db::connection& first, db::connection& watch, int pid,
+                                  std::string end) {
+    const auto until = steady::now() + 30s;
+    for (;;) {
+        auto waiting = co_await watch.query(
+            "SELECT count(*) FROM pg_stat_activity WHERE pid = $1 AND wait_event_type = 'Lock'",
+            db::params{pid});
+        if (waiting && waiting->get<std::int64_t>(0, 0).value() == 1) {
+            break;
+        }
+        if (!waiting || steady::now() > until) {
+            co_await first.query("ROLLBACK");
+            co_return group_result{{}, "the second group never waited on the key", {}};
+        }
+        co_await sleep_for(5ms);  // polling the server's view of the waits
+    }
+    auto ended = co_await first.query(end);
+    co_return group_result{{}, ended ? "" : db::describe(ended.error()), {}};
+}
+
+awaitable<race_result> key_race(std::string url, std::string key, std::string end) {
+    auto first = co_await open_connection(url, 60s);
+    auto second = co_await open_connection(url, 60s);
+    auto watch = co_await open_connection(url);
+    const auto p = encode({bet(1, key, 1001, 100, 20000)});
+    FT_AWAIT_OK(co_await first->query("BEGIN"));
+    const auto claimed = read_rows(co_await call_sql(*first, "fulltime_place_group", p, 1000, 0));
+    REQUIRE_MESSAGE(claimed.error.empty(), claimed.error);
+    REQUIRE(claimed.answers.at(0).outcome == "placed");
+    std::vector<awaitable<group_result>> parties;
+    parties.push_back(second_group(*second, p));
+    parties.push_back(end_first(*first, *watch, second->backend_pid(), end));
+    auto done = co_await run_all(std::move(parties));
+    co_return race_result{done[0], done[1].error};
+}
+
+TEST_CASE(
+    "placement group: a key a concurrent group claimed is replayed once that one commits, "
+    "and claimed again if it rolls back") {
+    database e;
+    e.add_market(100, {{1001, 20000}});
+    open_accounts(e, 1, {10000});
+    {
+        asio::io_context ioc;
+        const auto r = run(ioc, key_race(e.url(), "committed", "COMMIT"));
+        CHECK(r.first_end.empty());
+        REQUIRE_MESSAGE(r.second.error.empty(), r.second.error);
+        CHECK(r.second.answers.at(0).outcome == "replayed");
+        CHECK(r.second.answers.at(0).response ==
+              json::parse(e.text("SELECT response::text FROM idempotency_keys WHERE "
+                                 "idempotency_key = 'committed'")));
+        CHECK(e.scalar("SELECT count(*) FROM bets") == 1);
+    }
+    {
+        asio::io_context ioc;
+        const auto r = run(ioc, key_race(e.url(), "rolled-back", "ROLLBACK"));
+        CHECK(r.first_end.empty());
+        REQUIRE_MESSAGE(r.second.error.empty(), r.second.error);
+        CHECK(r.second.answers.at(0).outcome == "placed");
+        CHECK(r.second.answers.at(0).response["available"] == 10000 - 100 - 100);
+        CHECK(e.scalar("SELECT count(*) FROM bets") == 2);
+    }
+    check_invariants(e);
+}
+
 // --- Lock order ----------------------------------------------------------------------------
 
 /// Holds what each party of the lock-order scenario ended with: "ok", or its failure.
