@@ -45,7 +45,7 @@ asio::awaitable<group_answer> execute_group(std::shared_ptr<placement_worker> wo
     for (const auto& it : items) {
         entries.push_back(db::place_group_item{&it.request, it.fingerprint});
     }
-    const std::string group = db::encode_place_group(entries);
+    const db::place_group_params group = db::encode_place_group(entries);
     placement_metrics& m = *w.metrics;
     std::size_t lock_retries = 0;
     std::size_t reconnects = 0;

@@ -146,6 +146,8 @@ public:
             integer(path, static_cast<std::int64_t>(min), static_cast<std::int64_t>(max)));
     }
 
+    bool boolean(const std::string& path) const { return at(path).get<bool>(); }
+
     std::int64_t timeout_ms(const std::string& path) const {
         return integer(path, 1, limits::timeout_ms_max);
     }
@@ -272,6 +274,7 @@ database_settings read_database(const reader& r) {
     d.connect_timeout_ms = r.timeout_ms("database.connect_timeout_ms");
     d.statement_timeout_ms = r.timeout_ms("database.statement_timeout_ms");
     d.query_timeout_ms = r.timeout_ms("database.query_timeout_ms");
+    d.prepared_statements = r.boolean("database.prepared_statements");
     d.placement = read_pool(r, "placement");
     d.settlement = read_pool(r, "settlement");
     d.read = read_pool(r, "read");

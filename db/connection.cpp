@@ -14,9 +14,13 @@
 #include <libpq-fe.h>
 #include <poll.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <functional>
 #include <optional>
+#include <set>
+#include <string_view>
 #include <vector>
 
 namespace fulltime::db {
@@ -32,6 +36,36 @@ enum class wait_status { ready, timed_out, cancelled, failed };
 // Notices ("relation already exists, skipping") are not errors and the engine has no use for
 // them; libpq's default would print them on stderr.
 void discard_notice(void*, const char*) {}
+
+// libpq takes parameters as C strings: an embedded NUL would silently cut the value short, so
+// such a value is refused rather than stored altered. The pointers point into `args`.
+outcome<std::vector<const char*>> param_values(const params& args) {
+    if (args.size() > limits::statement_params_max) {
+        return detail::make_failure(errc::bad_result,
+                                    "too many parameters: " + std::to_string(args.size()));
+    }
+    std::vector<const char*> values;
+    values.reserve(args.size());
+    for (std::size_t i = 0; i < args.size(); ++i) {
+        const auto& v = args.at(i);
+        if (v && std::memchr(v->data(), '\0', v->size()) != nullptr) {
+            return detail::make_failure(
+                errc::bad_result, "parameter $" + std::to_string(i + 1) + " contains a NUL byte");
+        }
+        values.push_back(v ? v->c_str() : nullptr);
+    }
+    return values;
+}
+
+// What is left of a round trip's budget when a call makes two (prepare, then execute); at least
+// 1 ms, so that an exhausted budget fails in the wait as a deadline, not before sending.
+std::chrono::milliseconds remaining(clock_type::time_point deadline) {
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - clock_type::now());
+    return std::max(left, std::chrono::milliseconds(1));
+}
+
+// SQLSTATE invalid_sql_statement_name: the server has no prepared statement of that name.
+constexpr std::string_view prepared_statement_missing = "26000";
 
 // A connection that never opened is connect_failed whatever libpq's state says.
 failure connect_failure(PGconn* conn) {
@@ -215,13 +249,17 @@ struct connection::impl {
     std::chrono::milliseconds query_timeout_{};
     int backend_pid_ = 0;
     bool broken_ = false;
+    bool prepare_ = true;  ///< query_prepared prepares its statements
+    /// The statements prepared on this session; bounded by the statements the code names.
+    std::set<std::string, std::less<>> prepared_;
 };
 
 asio::awaitable<outcome<std::unique_ptr<connection>>> connection::open(
     asio::any_io_executor executor, std::string conninfo, std::chrono::milliseconds connect_timeout,
-    std::chrono::milliseconds query_timeout) {
+    std::chrono::milliseconds query_timeout, bool prepared_statements) {
     auto state = std::make_unique<impl>(executor);
     state->query_timeout_ = query_timeout;
+    state->prepare_ = prepared_statements;
 
     // expand_dbname=1 lets `conninfo` be a URI or keyword/value string; keywords are applied in
     // order, so the conninfo (or PGAPPNAME) overrides the fallback application name.
@@ -289,30 +327,65 @@ asio::awaitable<outcome<result>> connection::query(std::string sql, params args,
     if (auto bad = s.unusable()) {
         co_return *bad;
     }
-    if (args.size() > limits::statement_params_max) {
-        co_return detail::make_failure(errc::bad_result,
-                                       "too many parameters: " + std::to_string(args.size()));
+    auto values = param_values(args);
+    if (!values) {
+        co_return values.error();
     }
-    std::vector<const char*> values;
-    values.reserve(args.size());
-    for (std::size_t i = 0; i < args.size(); ++i) {
-        const auto& v = args.at(i);
-        // libpq takes parameters as C strings: an embedded NUL would silently cut the value
-        // short, so such a value is refused rather than stored altered.
-        if (v && std::memchr(v->data(), '\0', v->size()) != nullptr) {
-            co_return detail::make_failure(
-                errc::bad_result, "parameter $" + std::to_string(i + 1) + " contains a NUL byte");
-        }
-        values.push_back(v ? v->c_str() : nullptr);
-    }
-    if (PQsendQueryParams(s.conn_, sql.c_str(), static_cast<int>(values.size()), nullptr,
-                          values.data(), nullptr, nullptr, 0) == 0) {
+    if (PQsendQueryParams(s.conn_, sql.c_str(), static_cast<int>(values->size()), nullptr,
+                          values->data(), nullptr, nullptr, 0) == 0) {
         // Either the connection is gone or a command is still in progress on it; neither state
         // can be trusted for another statement.
         s.broken_ = true;
         co_return detail::connection_failure(s.conn_, errc::server_error);
     }
     co_return co_await s.round_trip(timeout);
+}
+
+asio::awaitable<outcome<result>> connection::query_prepared(statement stmt, params args,
+                                                            std::chrono::milliseconds timeout) {
+    impl& s = *impl_;
+    if (!s.prepare_) {
+        co_return co_await query(stmt.sql, std::move(args), timeout);
+    }
+    if (auto bad = s.unusable()) {
+        co_return *bad;
+    }
+    auto values = param_values(args);
+    if (!values) {
+        co_return values.error();
+    }
+    const int count = static_cast<int>(values->size());
+    const auto deadline = clock_type::now() + timeout;
+    // Two executions at most: a statement the server forgot is prepared again once.
+    for (int attempt = 0;; ++attempt) {
+        if (!s.prepared_.contains(std::string_view{stmt.name})) {
+            // The parameter types come from the statement's casts.
+            if (PQsendPrepare(s.conn_, stmt.name, stmt.sql, count, nullptr) == 0) {
+                s.broken_ = true;
+                co_return detail::connection_failure(s.conn_, errc::server_error);
+            }
+            auto prepared = co_await s.round_trip(remaining(deadline));
+            if (!prepared) {
+                co_return prepared.error();
+            }
+            s.prepared_.emplace(stmt.name);
+        }
+        if (PQsendQueryPrepared(s.conn_, stmt.name, count, values->data(), nullptr, nullptr, 0) ==
+            0) {
+            s.broken_ = true;
+            co_return detail::connection_failure(s.conn_, errc::server_error);
+        }
+        auto rows = co_await s.round_trip(remaining(deadline));
+        if (!rows && rows.error().sqlstate == prepared_statement_missing) {
+            s.prepared_.erase(s.prepared_.find(std::string_view{stmt.name}));
+            // Outside a transaction the failed execution left nothing behind, so preparing
+            // again and re-running is the same call; inside one, the error has aborted it.
+            if (attempt == 0 && !s.broken_ && PQtransactionStatus(s.conn_) == PQTRANS_IDLE) {
+                continue;
+            }
+        }
+        co_return rows;
+    }
 }
 
 asio::awaitable<outcome<result>> connection::execute_script(std::string sql) {

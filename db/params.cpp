@@ -37,4 +37,33 @@ params& params::add(std::nullopt_t) {
     return *this;
 }
 
+void array_literal::separate() {
+    if (text_.size() > 1) {
+        text_ += ',';
+    }
+}
+
+array_literal& array_literal::add(std::string_view element) {
+    separate();
+    text_ += '"';
+    for (const char c : element) {
+        // Inside a quoted element only these two are special (PostgreSQL's array_in); every
+        // other byte, including the separators, braces and whitespace, is taken as it is.
+        if (c == '"' || c == '\\') {
+            text_ += '\\';
+        }
+        text_ += c;
+    }
+    text_ += '"';
+    return *this;
+}
+
+array_literal& array_literal::add(std::int64_t element) {
+    separate();
+    text_ += '"';
+    text_ += std::to_string(element);
+    text_ += '"';
+    return *this;
+}
+
 }  // namespace fulltime::db

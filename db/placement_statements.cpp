@@ -1,7 +1,5 @@
 #include "fulltime/db/placement_statements.hpp"
 
-#include <nlohmann/json.hpp>
-
 #include <functional>
 #include <utility>
 
@@ -12,10 +10,13 @@ namespace asio = boost::asio;
 namespace {
 
 // One statement, one round trip, its own transaction (autocommit): see
-// db/functions/fulltime_place_group.sql.
-constexpr const char* place_group_sql =
+// db/functions/fulltime_place_group.sql. A prepared statement when the connection prepares
+// statements: parsed and planned once per connection instead of at every group.
+constexpr db::statement place_group_statement{
+    "fulltime_place_group",
     "SELECT item, outcome, response::text "
-    "FROM fulltime_place_group($1::jsonb, $2::integer, $3::integer)";
+    "FROM fulltime_place_group($1::bigint[], $2::text[], $3::text[], $4::bigint[], "
+    "$5::bigint[], $6::bigint[], $7::text[], $8::integer, $9::integer)"};
 
 constexpr const char* purge_sql =
     "DELETE FROM idempotency_keys WHERE (account_id, idempotency_key) IN ("
@@ -34,19 +35,26 @@ asio::awaitable<outcome<std::int64_t>> purge_body(std::int64_t retention_s, std:
 
 }  // namespace
 
-std::string encode_place_group(std::span<const place_group_item> items) {
-    nlohmann::json array = nlohmann::json::array();
+place_group_params encode_place_group(std::span<const place_group_item> items) {
+    array_literal accounts;
+    array_literal keys;
+    array_literal fingerprints;
+    array_literal selections;
+    array_literal stakes;
+    array_literal odds;
+    array_literal accepts;
     for (const auto& it : items) {
         const auto& r = *it.request;
-        array.push_back({{"a", r.account_id},
-                         {"k", r.idempotency_key},
-                         {"f", it.fingerprint},
-                         {"s", r.selection_id},
-                         {"st", r.stake_minor},
-                         {"o", r.odds_units},
-                         {"ac", bets::to_string(r.accept)}});
+        accounts.add(r.account_id);
+        keys.add(r.idempotency_key);
+        fingerprints.add(it.fingerprint);
+        selections.add(r.selection_id);
+        stakes.add(r.stake_minor);
+        odds.add(r.odds_units);
+        accepts.add(bets::to_string(r.accept));
     }
-    return array.dump();
+    return place_group_params{accounts.str(), keys.str(), fingerprints.str(), selections.str(),
+                              stakes.str(),   odds.str(), accepts.str()};
 }
 
 outcome<place_group_row> place_group_rows::at(int row) const {
@@ -59,12 +67,16 @@ outcome<place_group_row> place_group_rows::at(int row) const {
     return place_group_row{*item, *outcome_text, *response};
 }
 
-asio::awaitable<outcome<place_group_rows>> place_group(connection& conn, std::string group_json,
+asio::awaitable<outcome<place_group_rows>> place_group(connection& conn,
+                                                       const place_group_params& group,
                                                        std::int64_t lock_timeout_ms,
                                                        std::int64_t shard_hint,
                                                        std::chrono::milliseconds timeout) {
-    auto rows = co_await conn.query(place_group_sql,
-                                    params(group_json, lock_timeout_ms, shard_hint), timeout);
+    auto rows = co_await conn.query_prepared(
+        place_group_statement,
+        params(group.accounts, group.keys, group.fingerprints, group.selections, group.stakes,
+               group.odds, group.accepts, lock_timeout_ms, shard_hint),
+        timeout);
     if (!rows) {
         co_return rows.error();
     }

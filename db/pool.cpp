@@ -52,13 +52,14 @@ struct pool_waiter {
 struct pool_state : std::enable_shared_from_this<pool_state> {
     pool_state(asio::any_io_executor executor, std::string name, std::string conninfo,
                pool_settings settings, std::chrono::milliseconds connect_timeout,
-               std::chrono::milliseconds query_timeout)
+               std::chrono::milliseconds query_timeout, bool prepared_statements)
         : executor_(std::move(executor)),
           name_(std::move(name)),
           conninfo_(std::move(conninfo)),
           settings_(settings),
           connect_timeout_(connect_timeout),
-          query_timeout_(query_timeout) {}
+          query_timeout_(query_timeout),
+          prepared_statements_(prepared_statements) {}
 
     /// Lends a connection, waiting in the queue if none is free.
     static asio::awaitable<outcome<pooled_connection>> acquire(std::shared_ptr<pool_state> self);
@@ -194,6 +195,7 @@ struct pool_state : std::enable_shared_from_this<pool_state> {
     const pool_settings settings_;
     const std::chrono::milliseconds connect_timeout_;
     const std::chrono::milliseconds query_timeout_;
+    const bool prepared_statements_;
 
     // Touched only on executor_.
     std::vector<std::unique_ptr<connection>> idle_;
@@ -284,8 +286,8 @@ asio::awaitable<outcome<pooled_connection>> pool_state::acquire(std::shared_ptr<
 
 asio::awaitable<void> pool_state::open_one(std::shared_ptr<pool_state> self) {
     pool_state& s = *self;
-    auto opened =
-        co_await connection::open(s.executor_, s.conninfo_, s.connect_timeout_, s.query_timeout_);
+    auto opened = co_await connection::open(s.executor_, s.conninfo_, s.connect_timeout_,
+                                            s.query_timeout_, s.prepared_statements_);
     FULLTIME_DEBUG_ASSERT(s.opening_ > 0);
     --s.opening_;
     if (!opened) {
@@ -332,10 +334,10 @@ void pooled_connection::release() noexcept {
 
 pool::pool(asio::any_io_executor executor, std::string name, std::string conninfo,
            pool_settings settings, std::chrono::milliseconds connect_timeout,
-           std::chrono::milliseconds query_timeout)
+           std::chrono::milliseconds query_timeout, bool prepared_statements)
     : state_(std::make_shared<detail::pool_state>(std::move(executor), std::move(name),
                                                   std::move(conninfo), settings, connect_timeout,
-                                                  query_timeout)) {
+                                                  query_timeout, prepared_statements)) {
     FULLTIME_ASSERT(settings.size_max > 0 && settings.size_max <= limits::pool_size_max);
     FULLTIME_ASSERT(settings.queue_max <= limits::pool_queue_max);
     FULLTIME_ASSERT(settings.wait_ms_max >= 0 && settings.wait_ms_max <= limits::timeout_ms_max);
@@ -384,6 +386,7 @@ pools pools::make(std::span<const asio::any_io_executor> threads, const database
     if (read_target.empty()) {
         read_target = settings.read_url.empty() ? primary_conninfo : settings.read_url;
     }
+    const bool prepared = settings.prepared_statements;
     pools out;
     // size_max split as evenly as it goes: thread i gets one more while the remainder lasts.
     // Placement actors are spread the same way (i % threads), so each thread's pool holds
@@ -394,15 +397,18 @@ pools pools::make(std::span<const asio::any_io_executor> threads, const database
         share.size_max = std::max<std::size_t>(
             1, settings.placement.size_max / n + (i < settings.placement.size_max % n ? 1 : 0));
         out.placement.push_back(std::make_unique<pool>(threads[i], "placement", primary_conninfo,
-                                                       share, connect_timeout, query_timeout));
+                                                       share, connect_timeout, query_timeout,
+                                                       prepared));
     }
     const asio::any_io_executor& main = threads[0];
-    out.settlement = std::make_unique<pool>(main, "settlement", primary_conninfo,
-                                            settings.settlement, connect_timeout, query_timeout);
+    out.settlement =
+        std::make_unique<pool>(main, "settlement", primary_conninfo, settings.settlement,
+                               connect_timeout, query_timeout, prepared);
     out.read = std::make_unique<pool>(main, "read", read_target, settings.read, connect_timeout,
-                                      query_timeout);
-    out.background = std::make_unique<pool>(main, "background", primary_conninfo,
-                                            settings.background, connect_timeout, query_timeout);
+                                      query_timeout, prepared);
+    out.background =
+        std::make_unique<pool>(main, "background", primary_conninfo, settings.background,
+                               connect_timeout, query_timeout, prepared);
     return out;
 }
 

@@ -115,6 +115,24 @@ TEST_CASE("unknown keys, wrong types and bad values are one-line errors") {
                 "'settlement.batches_in_flight' (9) must not exceed");
 }
 
+TEST_CASE("database.prepared_statements: on by default, off by file or environment") {
+    CHECK(load_config(std::nullopt, {}).database.prepared_statements);
+    const auto path = temp_file(R"({"database":{"prepared_statements":false}})");
+    CHECK_FALSE(load_config(path, {}).database.prepared_statements);
+    CHECK(load_config(path, {{"FULLTIME_DATABASE_PREPARED_STATEMENTS", "true"}})
+              .database.prepared_statements);
+    CHECK(error_of(path, {{"FULLTIME_DATABASE_PREPARED_STATEMENTS", "0"}})
+              .find("FULLTIME_DATABASE_PREPARED_STATEMENTS: '0' is not true or false") !=
+          std::string::npos);
+    std::remove(path.c_str());
+    CHECK_FALSE(load_config(std::nullopt, {{"FULLTIME_DATABASE_PREPARED_STATEMENTS", "false"}})
+                    .database.prepared_statements);
+    const auto wrong = temp_file(R"({"database":{"prepared_statements":"no"}})");
+    CHECK(error_of(wrong, {}).find("'database.prepared_statements' must be true or false") !=
+          std::string::npos);
+    std::remove(wrong.c_str());
+}
+
 TEST_CASE("settlement defaults: batches in flight follow the settlement pool") {
     const auto cfg = load_config(std::nullopt, {});
     CHECK(cfg.settlement.batch_bets_max == 500);

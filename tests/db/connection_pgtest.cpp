@@ -327,6 +327,78 @@ awaitable<void> connect_failures(std::string silent_server) {
 }
 
 /// Listens on a loopback TCP port and never accepts or answers.
+constexpr db::statement add_statement{"ft_test_add", "SELECT $1::bigint + $2::bigint"};
+
+/// Returns how many statements this session has prepared under `name`.
+awaitable<std::int64_t> prepared_count(db::connection& conn, std::string name) {
+    auto r = co_await conn.query("SELECT count(*) FROM pg_prepared_statements WHERE name = $1",
+                                 db::params{name});
+    FT_REQUIRE_OK(r);
+    auto n = r->get<std::int64_t>(0, 0);
+    FT_REQUIRE_OK(n);
+    co_return *n;
+}
+
+awaitable<void> prepared_statements(std::string url) {
+    auto conn = co_await open_connection(url);
+    CHECK(co_await prepared_count(*conn, "ft_test_add") == 0);
+    for (std::int64_t i = 0; i < 3; ++i) {
+        auto r = co_await conn->query_prepared(add_statement, db::params{i, std::int64_t{40}}, 5s);
+        FT_REQUIRE_OK(r);
+        CHECK(r->get<std::int64_t>(0, 0).value() == i + 40);
+    }
+    // Prepared once, on first use, then run by name.
+    CHECK(co_await prepared_count(*conn, "ft_test_add") == 1);
+    auto generic =
+        co_await conn->query("SELECT count(*) FROM pg_prepared_statements WHERE from_sql IS FALSE");
+    FT_REQUIRE_OK(generic);
+    CHECK(generic->get<std::int64_t>(0, 0).value() == 1);
+
+    // The server forgot it (a bouncer's DISCARD ALL would do the same): prepared again, once.
+    FT_AWAIT_OK(co_await conn->query("DEALLOCATE ALL"));
+    CHECK(co_await prepared_count(*conn, "ft_test_add") == 0);
+    auto again = co_await conn->query_prepared(add_statement, db::params{1, 1}, 5s);
+    FT_REQUIRE_OK(again);
+    CHECK(again->get<std::int64_t>(0, 0).value() == 2);
+    CHECK(co_await prepared_count(*conn, "ft_test_add") == 1);
+    CHECK_FALSE(conn->broken());
+
+    // Inside a transaction the missing statement's error has aborted it: no silent retry.
+    FT_AWAIT_OK(co_await conn->query("DEALLOCATE ALL"));
+    FT_AWAIT_OK(co_await conn->query("BEGIN"));
+    auto in_tx = co_await conn->query_prepared(add_statement, db::params{1, 1}, 5s);
+    REQUIRE_FALSE(in_tx.has_value());
+    CHECK(in_tx.error().sqlstate == "26000");
+    FT_AWAIT_OK(co_await conn->query("ROLLBACK"));
+    auto after = co_await conn->query_prepared(add_statement, db::params{2, 2}, 5s);
+    FT_REQUIRE_OK(after);
+    CHECK(after->get<std::int64_t>(0, 0).value() == 4);
+
+    // A statement that does not prepare fails like a query, and is not remembered.
+    constexpr db::statement bad{"ft_test_bad", "SELECT * FROM no_such_table"};
+    for (int i = 0; i < 2; ++i) {
+        auto failed = co_await conn->query_prepared(bad, {}, 5s);
+        REQUIRE_FALSE(failed.has_value());
+        CHECK(failed.error().sqlstate == "42P01");
+    }
+    CHECK(co_await prepared_count(*conn, "ft_test_bad") == 0);
+    CHECK_FALSE(conn->broken());
+}
+
+awaitable<void> unprepared_statements(std::string url) {
+    auto executor = co_await asio::this_coro::executor;
+    auto opened = co_await db::connection::open(executor, url, 5s, 5s, false);
+    FT_REQUIRE_OK(opened);
+    auto& conn = **opened;
+    auto r = co_await conn.query_prepared(add_statement, db::params{20, 22}, 5s);
+    FT_REQUIRE_OK(r);
+    CHECK(r->get<std::int64_t>(0, 0).value() == 42);
+    // Nothing lives in the session: fine behind a bouncer in transaction mode.
+    auto any = co_await conn.query("SELECT count(*) FROM pg_prepared_statements");
+    FT_REQUIRE_OK(any);
+    CHECK(any->get<std::int64_t>(0, 0).value() == 0);
+}
+
 struct silent_listener {
     silent_listener() {
         fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
@@ -400,6 +472,18 @@ TEST_CASE("connection: scripts return their last result and close() fails later 
     scratch_database db;
     asio::io_context ioc;
     run(ioc, scripts_and_close(db.url()));
+}
+
+TEST_CASE("connection: query_prepared prepares once per session and again when it was lost") {
+    scratch_database db;
+    asio::io_context ioc;
+    run(ioc, prepared_statements(db.url()));
+}
+
+TEST_CASE("connection: without prepared statements query_prepared is an unnamed query") {
+    scratch_database db;
+    asio::io_context ioc;
+    run(ioc, unprepared_statements(db.url()));
 }
 
 TEST_CASE("connection: connect failures and the connect deadline give connect_failed") {

@@ -25,6 +25,9 @@ struct database_settings {
     std::int64_t connect_timeout_ms = 0;
     std::int64_t statement_timeout_ms = 0;  ///< applied per transaction with SET LOCAL
     std::int64_t query_timeout_ms = 0;      ///< client-side deadline on one round trip
+    /// Run the hot statements as protocol-level prepared statements (false behind PgBouncer in
+    /// transaction mode: docs/config.md).
+    bool prepared_statements = true;
     pool_settings placement;
     pool_settings settlement;
     pool_settings read;

@@ -4,7 +4,9 @@
 ///
 /// A connection is used by one coroutine at a time, on the executor it was opened with. It holds
 /// no session state (no SET, LISTEN, session advisory locks or WITH HOLD cursors) so that it
-/// works through PgBouncer in transaction mode; per-transaction settings use SET LOCAL.
+/// works through PgBouncer in transaction mode; per-transaction settings use SET LOCAL. The one
+/// exception, the statements query_prepared prepares, is switched off at open for such a
+/// bouncer.
 
 #include "fulltime/db/error.hpp"
 #include "fulltime/db/params.hpp"
@@ -19,14 +21,25 @@
 
 namespace fulltime::db {
 
+/// Names a statement that a connection may prepare once and then run by name
+/// (connection::query_prepared). Both strings have static storage duration (literals), and a
+/// name always stands for the same text.
+struct statement {
+    const char* name;  ///< the server-side name of the prepared statement
+    const char* sql;
+};
+
 /// Wraps one libpq connection.
 class connection {
 public:
     /// Opens a connection to `conninfo` (keyword/value string or URI) within `connect_timeout`.
     /// Round trips on it time out after `query_timeout` unless a call gives its own.
+    /// `prepared_statements` says whether query_prepared prepares its statements on the server
+    /// (false behind a bouncer that does not track them: docs/config.md).
     static boost::asio::awaitable<outcome<std::unique_ptr<connection>>> open(
         boost::asio::any_io_executor executor, std::string conninfo,
-        std::chrono::milliseconds connect_timeout, std::chrono::milliseconds query_timeout);
+        std::chrono::milliseconds connect_timeout, std::chrono::milliseconds query_timeout,
+        bool prepared_statements = true);
 
     ~connection();
     connection(const connection&) = delete;
@@ -39,6 +52,14 @@ public:
     /// Runs one statement with its own round-trip deadline.
     boost::asio::awaitable<outcome<result>> query(std::string sql, params args,
                                                   std::chrono::milliseconds timeout);
+
+    /// Runs `s` as query() would, but, when the connection prepares statements, as the named
+    /// prepared statement `s.name`: prepared on first use on this connection (one extra round
+    /// trip, within the same `timeout`), then executed by name. A prepared statement the server
+    /// no longer has (SQLSTATE 26000, e.g. after a bouncer's DISCARD ALL) is prepared again once.
+    /// Without prepared statements it is query(s.sql, args, timeout).
+    boost::asio::awaitable<outcome<result>> query_prepared(statement s, params args,
+                                                           std::chrono::milliseconds timeout);
 
     /// Runs several statements separated by semicolons (simple protocol, no parameters), as
     /// migrations need. Returns the last statement's result.

@@ -46,4 +46,25 @@ private:
     std::vector<std::optional<std::string>> values_;
 };
 
+/// Builds the text of a one-dimensional PostgreSQL array literal (`{"1","a b"}`), to be bound as
+/// one parameter and cast to its array type (`$1::text[]`, `$2::bigint[]`). Every element is
+/// double-quoted, with backslash and double quote escaped, so that any text reads back as exactly
+/// one element, unchanged: commas, braces, quotes, backslashes, spaces, the word NULL, non-ASCII
+/// and the empty string included. No element is SQL NULL.
+class array_literal {
+public:
+    /// Appends one text element.
+    array_literal& add(std::string_view element);
+    /// Appends one integer element.
+    array_literal& add(std::int64_t element);
+
+    /// Returns the literal built so far ("{}" when empty).
+    std::string str() const { return text_ + '}'; }
+
+private:
+    void separate();
+
+    std::string text_ = "{";
+};
+
 }  // namespace fulltime::db

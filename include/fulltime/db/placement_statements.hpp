@@ -6,6 +6,7 @@
 
 #include "fulltime/core/bets_protocol.hpp"
 #include "fulltime/db/connection.hpp"
+#include "fulltime/db/params.hpp"
 #include "fulltime/db/transaction.hpp"
 
 #include <boost/asio/awaitable.hpp>
@@ -26,10 +27,22 @@ struct place_group_item {
     std::string_view fingerprint;
 };
 
-/// Encodes a group as the JSON array fulltime_place_group reads, to be sent as one bound
-/// parameter (so keys with any characters need no escaping of ours). Encode once per group and
-/// resend the same text after a retryable failure.
-std::string encode_place_group(std::span<const place_group_item> items);
+/// Holds a group as fulltime_place_group's seven item parameters: one PostgreSQL array literal
+/// each (db::array_literal), element i of every array being item i of the group.
+struct place_group_params {
+    std::string accounts;      ///< bigint[]
+    std::string keys;          ///< text[]: idempotency keys, any characters
+    std::string fingerprints;  ///< text[]
+    std::string selections;    ///< bigint[]
+    std::string stakes;        ///< bigint[]: minor units
+    std::string odds;          ///< bigint[]: units of 1/10000
+    std::string accepts;       ///< text[]: exact | better | any
+};
+
+/// Encodes a group as the array parameters fulltime_place_group reads (bound parameters, so keys
+/// with any characters need no escaping beyond the array literal's). Encode once per group and
+/// resend the same parameters after a retryable failure.
+place_group_params encode_place_group(std::span<const place_group_item> items);
 
 /// Holds one row of fulltime_place_group: the 1-based item of the group it answers, its outcome
 /// (placed, rejected, replayed, key_reused) and the function's response JSON. The views point
@@ -58,11 +71,12 @@ private:
     result rows_;
 };
 
-/// Calls fulltime_place_group once with `group_json` (from encode_place_group): one statement,
-/// one round trip, its own transaction (autocommit). `lock_timeout_ms` is the function's own
-/// lock wait, `shard_hint` the exposure shard it starts with; `timeout` bounds the round trip.
+/// Calls fulltime_place_group once with `group` (from encode_place_group): one statement, one
+/// round trip, its own transaction (autocommit), run as a prepared statement when the connection
+/// prepares statements (connection::query_prepared). `lock_timeout_ms` is the function's own lock
+/// wait, `shard_hint` the exposure shard it starts with; `timeout` bounds the round trip.
 boost::asio::awaitable<outcome<place_group_rows>> place_group(connection& conn,
-                                                              std::string group_json,
+                                                              const place_group_params& group,
                                                               std::int64_t lock_timeout_ms,
                                                               std::int64_t shard_hint,
                                                               std::chrono::milliseconds timeout);

@@ -67,10 +67,11 @@ private:
 /// Owns the connections of one path.
 class pool {
 public:
-    /// Creates an empty pool; no connection is opened until the first acquire.
+    /// Creates an empty pool; no connection is opened until the first acquire. Its connections
+    /// prepare statements when `prepared_statements` (connection::open).
     pool(boost::asio::any_io_executor executor, std::string name, std::string conninfo,
          pool_settings settings, std::chrono::milliseconds connect_timeout,
-         std::chrono::milliseconds query_timeout);
+         std::chrono::milliseconds query_timeout, bool prepared_statements = true);
     ~pool();
     pool(const pool&) = delete;
     pool& operator=(const pool&) = delete;
