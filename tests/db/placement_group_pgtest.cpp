@@ -128,7 +128,7 @@ awaitable<group_result> reference_call(db::pool* pool, db::place_group_params p,
 /// Places `group` with the engine's path: db::place_group on the placement pool.
 std::vector<answer> place(engine& e, const std::vector<bets::place_request>& group,
                           int shard_hint = 0) {
-    auto r = e.on_loop(engine_call(e.pools().placement.get(), encode(group), shard_hint));
+    auto r = e.on_loop(engine_call(e.pools().placement.front().get(), encode(group), shard_hint));
     REQUIRE_MESSAGE(r.error.empty(), r.error);
     REQUIRE(r.answers.size() == group.size());
     for (std::size_t i = 0; i < r.answers.size(); ++i) {
@@ -140,7 +140,8 @@ std::vector<answer> place(engine& e, const std::vector<bets::place_request>& gro
 /// Places `group` with the per-item reference, in one transaction.
 std::vector<answer> place_reference(engine& e, const std::vector<bets::place_request>& group,
                                     int shard_hint = 0) {
-    auto r = e.on_loop(reference_call(e.pools().placement.get(), encode(group), shard_hint));
+    auto r =
+        e.on_loop(reference_call(e.pools().placement.front().get(), encode(group), shard_hint));
     REQUIRE_MESSAGE(r.error.empty(), r.error);
     REQUIRE(r.answers.size() == group.size());
     return r.answers;
