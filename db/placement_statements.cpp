@@ -18,6 +18,16 @@ constexpr db::statement place_group_statement{
     "FROM fulltime_place_group($1::bigint[], $2::text[], $3::text[], $4::bigint[], "
     "$5::bigint[], $6::bigint[], $7::text[], $8::integer, $9::integer)"};
 
+// A group of one: the per-item function, cheaper for one bet than the group's set-based
+// bookkeeping (db/functions/fulltime_place.sql), fed from the same array parameters and answering
+// with the same row shape.
+constexpr db::statement place_one_statement{
+    "fulltime_place",
+    "SELECT 1, p.outcome, p.response::text "
+    "FROM fulltime_place(($1::bigint[])[1], ($2::text[])[1], ($3::text[])[1], "
+    "($4::bigint[])[1], ($5::bigint[])[1], ($6::bigint[])[1], ($7::text[])[1], $8::integer, "
+    "$9::integer) AS p"};
+
 constexpr const char* purge_sql =
     "DELETE FROM idempotency_keys WHERE (account_id, idempotency_key) IN ("
     "SELECT account_id, idempotency_key FROM idempotency_keys "
@@ -54,7 +64,7 @@ place_group_params encode_place_group(std::span<const place_group_item> items) {
         accepts.add(bets::to_string(r.accept));
     }
     return place_group_params{accounts.str(), keys.str(), fingerprints.str(), selections.str(),
-                              stakes.str(),   odds.str(), accepts.str()};
+                              stakes.str(),   odds.str(), accepts.str(),      items.size()};
 }
 
 outcome<place_group_row> place_group_rows::at(int row) const {
@@ -73,7 +83,7 @@ asio::awaitable<outcome<place_group_rows>> place_group(connection& conn,
                                                        std::int64_t shard_hint,
                                                        std::chrono::milliseconds timeout) {
     auto rows = co_await conn.query_prepared(
-        place_group_statement,
+        group.size == 1 ? place_one_statement : place_group_statement,
         params(group.accounts, group.keys, group.fingerprints, group.selections, group.stakes,
                group.odds, group.accepts, lock_timeout_ms, shard_hint),
         timeout);

@@ -2,14 +2,14 @@
 --
 -- Natural group commit (docs/design.md, "Parts"): the requests that queued in one placement
 -- actor's mailbox while its previous transaction ran are executed together, in one statement and
--- so one transaction and one commit, each keeping its own outcome. fulltime_place (one bet) is
--- this function with one-element arrays, so the rules below exist once.
+-- so one transaction and one commit, each keeping its own outcome. A group of one goes to
+-- fulltime_place instead, the per-item function, which is cheaper for one bet; the two are held to
+-- the same results by tests/db/placement_group_pgtest.cpp (see fulltime_place.sql).
 --
 -- Why a function: a placement's steps depend on each other (a refusal at any step must leave only
 -- the stored refusal behind), and as one function call the group is one round trip; the engine
 -- calls it as a single statement, its own transaction (autocommit): no session state, fine
--- through PgBouncer in transaction mode. The pgbench baseline of scripts/bench-placement calls
--- the same SQL through fulltime_place.
+-- through PgBouncer in transaction mode.
 --
 -- Set-based: a fixed number of statements per group whatever its size, never one per item. The
 -- items are parallel arrays (item i is element i of each); the decisions are made in memory, in

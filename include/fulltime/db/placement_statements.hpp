@@ -37,6 +37,7 @@ struct place_group_params {
     std::string stakes;        ///< bigint[]: minor units
     std::string odds;          ///< bigint[]: units of 1/10000
     std::string accepts;       ///< text[]: exact | better | any
+    std::size_t size = 0;      ///< the number of items
 };
 
 /// Encodes a group as the array parameters fulltime_place_group reads (bound parameters, so keys
