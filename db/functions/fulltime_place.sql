@@ -6,8 +6,8 @@
 -- docs/benchmarks.md), and under light load a group is one bet: so the engine calls this
 -- function for a group of one, and the pgbench baseline of scripts/bench-placement calls it too.
 -- The two must give the same outcome, response and rows for the same bets in the same order:
--- tests/db/placement_group_pgtest.cpp proves it on seeded random groups against exactly this
--- per-item text (tests/db/reference_place.hpp). Change one, change the other, and that test.
+-- tests/db/placement_group_pgtest.cpp proves it on seeded random groups, calling this function
+-- once per item (tests/db/reference_place.hpp) beside the group function.
 --
 -- The statements run in docs/design.md's order: claim the key, validate without locks, the bet
 -- row, one exposure shard, the ledger reservation and outbox row, and last the conditional balance

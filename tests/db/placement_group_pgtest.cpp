@@ -1,10 +1,10 @@
 // fulltime_place_group (db/functions/fulltime_place_group.sql) against the real PostgreSQL: each
 // outcome and response of a mixed group, the rows it writes, its equivalence with the per-item
-// placement it replaced (tests/db/reference_place.hpp, run one item after the other in one
-// transaction), the one documented difference, keys with any characters, and the lock order
-// that keeps two groups and a settlement batch out of a deadlock. Groups of the engine's path go
-// through db::place_group on the placement pool (prepared statements); the reference runs as
-// SQL. Every scenario ends with the money invariants of docs/design.md.
+// fulltime_place run one item after the other in one transaction (tests/db/reference_place.hpp),
+// the one documented difference, keys with any characters, and the lock order that keeps two groups
+// and a settlement batch out of a deadlock. Groups of the engine's path go through db::place_group
+// on the placement pool (prepared statements); the reference runs as SQL. Every scenario ends with
+// the money invariants of docs/design.md.
 
 #include "db/db_support.hpp"
 #include "db/reference_place.hpp"

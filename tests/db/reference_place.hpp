@@ -1,196 +1,17 @@
 #pragma once
-/// The placement as it was before fulltime_place_group became set-based, kept as the reference
-/// the set-based function is compared with (tests/db/placement_group_pgtest.cpp): the body of
-/// db/functions/fulltime_place.sql at commit f2206d4, one bet per call with an exception block,
-/// renamed reference_place, and reference_place_group, the loop that called it per item. Test
-/// code only: the tests create both functions in their scratch databases.
+/// The reference the set-based fulltime_place_group is compared with
+/// (tests/db/placement_group_pgtest.cpp): reference_place_group, the loop the engine ran before,
+/// calling the per-item fulltime_place (db/functions/fulltime_place.sql) once per item in one
+/// transaction. fulltime_place is also what the engine runs for a group of one, so the
+/// comparison holds the engine's two placement functions to the same results. Test code only:
+/// the tests create the loop in their scratch databases.
 
 namespace fulltime::test {
 
-/// Creates reference_place(...) and reference_place_group(<the arrays of fulltime_place_group>).
+/// Creates reference_place_group(<the arrays of fulltime_place_group>).
 inline constexpr const char* reference_place_sql = R"sql(
-CREATE OR REPLACE FUNCTION reference_place(
-    p_account_id      bigint,
-    p_idempotency_key text,
-    p_fingerprint     text,
-    p_selection_id    bigint,
-    p_stake           bigint,
-    p_odds            bigint,
-    p_accept          text,     -- 'exact' | 'better' | 'any'
-    p_lock_timeout_ms integer,
-    p_shard_hint      integer,  -- the caller's preferred exposure shard (modulo the market's)
-    OUT outcome       text,     -- 'placed' | 'rejected' | 'replayed' | 'key_reused'
-    OUT response      jsonb)
-LANGUAGE plpgsql
-AS $$
-DECLARE
-    v_claimed       boolean;
-    v_fingerprint   text;
-    v_currency      text;
-    v_market_id     bigint;
-    v_market_status text;
-    v_current_odds  bigint;
-    v_stake_min     bigint;
-    v_stake_max     bigint;
-    v_shards        integer;
-    v_odds          bigint;
-    v_bet_id        bigint;
-    v_placed_at     timestamptz;
-    v_liability     numeric;
-    v_shard         integer;
-    v_other         integer;
-    v_done          boolean;
-    v_available     bigint;
-    v_reserved      bigint;
-    v_liability_max bigint;
-    v_code          text;
-    v_details       jsonb;
-BEGIN
-    -- SET LOCAL, scoped to this statement's transaction: a lock wait becomes error 55P03, which
-    -- the engine counts and retries with the same key.
-    PERFORM set_config('lock_timeout', p_lock_timeout_ms::text || 'ms', true);
-
-    -- 1. Claim the key. A concurrent claim of the same key makes this wait for that
-    --    transaction; if it committed, the key exists and its stored response is read below.
-    INSERT INTO idempotency_keys (account_id, idempotency_key, fingerprint)
-    VALUES (p_account_id, p_idempotency_key, p_fingerprint)
-    ON CONFLICT DO NOTHING
-    RETURNING true INTO v_claimed;
-
-    IF v_claimed IS NULL THEN
-        SELECT k.fingerprint, k.response INTO v_fingerprint, response
-        FROM idempotency_keys k
-        WHERE k.account_id = p_account_id AND k.idempotency_key = p_idempotency_key;
-        IF v_fingerprint IS DISTINCT FROM p_fingerprint THEN
-            outcome := 'key_reused';
-            response := jsonb_build_object('code', 'idempotency_key_reused');
-        ELSE
-            outcome := 'replayed';
-        END IF;
-        RETURN;
-    END IF;
-
-    -- 2. Validation that needs no lock: plain reads of the account, market and selection.
-    SELECT a.currency INTO v_currency FROM accounts a WHERE a.account_id = p_account_id;
-    SELECT s.market_id, s.odds, m.status, m.stake_min, m.stake_max, m.exposure_shards,
-           m.liability_limit
-    INTO v_market_id, v_current_odds, v_market_status, v_stake_min, v_stake_max, v_shards,
-         v_liability_max
-    FROM selections s JOIN markets m ON m.market_id = s.market_id
-    WHERE s.selection_id = p_selection_id;
-
-    IF v_currency IS NULL THEN
-        v_code := 'insufficient_funds';
-        v_details := jsonb_build_object('account_missing', true);
-    ELSIF v_market_id IS NULL THEN
-        v_code := 'unknown_selection';
-        v_details := jsonb_build_object('selection_id', p_selection_id);
-    ELSIF v_market_status <> 'open' THEN
-        v_code := 'market_suspended';
-        v_details := jsonb_build_object('market_id', v_market_id, 'market_status', v_market_status);
-    ELSIF (p_accept = 'exact' AND v_current_odds <> p_odds)
-       OR (p_accept = 'better' AND v_current_odds < p_odds) THEN
-        v_code := 'odds_changed';
-        v_details := jsonb_build_object('odds', v_current_odds);
-    ELSIF p_stake < v_stake_min OR p_stake > v_stake_max THEN
-        v_code := 'stake_limit';
-        v_details := jsonb_build_object('stake_min', v_stake_min, 'stake_max', v_stake_max);
-    ELSE
-        -- The house's liability if the bet wins: stake * (odds - 1), rounded up. numeric,
-        -- because stake * odds units can exceed bigint; a liability above the whole market's
-        -- limit is refused before any write.
-        v_liability := ceil(p_stake::numeric * (v_current_odds - 10000) / 10000);
-        IF v_liability > v_liability_max THEN
-            v_code := 'liability_limit';
-        END IF;
-    END IF;
-
-    IF v_code IS NULL THEN
-        -- The bet takes the current odds: equal to the asked odds under 'exact', at least as
-        -- good under 'better', whatever they are under 'any'.
-        v_odds := v_current_odds;
-        BEGIN
-            -- 3. The bet row.
-            INSERT INTO bets (account_id, market_id, selection_id, currency, stake, odds,
-                              idempotency_key)
-            VALUES (p_account_id, v_market_id, p_selection_id, v_currency, p_stake, v_odds,
-                    p_idempotency_key)
-            RETURNING bet_id, placed_at INTO v_bet_id, v_placed_at;
-
-            -- 4. One exposure shard: the caller's (a placement actor passes its own index, so
-            --    concurrent groups hold different shard rows); when that shard is full, the one
-            --    other shard with the most headroom in this statement's snapshot. A stale
-            --    snapshot only costs a refusal: the update itself rechecks the limit.
-            v_shard := (p_shard_hint % v_shards + v_shards) % v_shards;
-            UPDATE market_exposure SET liability = liability + v_liability::bigint
-            WHERE market_id = v_market_id AND shard = v_shard
-              AND liability + v_liability::bigint <= liability_limit
-            RETURNING true INTO v_done;
-            IF v_done IS NULL AND v_shards > 1 THEN
-                SELECT e.shard INTO v_other FROM market_exposure e
-                WHERE e.market_id = v_market_id AND e.shard <> v_shard
-                ORDER BY e.liability_limit - e.liability DESC, e.shard
-                LIMIT 1;
-                UPDATE market_exposure SET liability = liability + v_liability::bigint
-                WHERE market_id = v_market_id AND shard = v_other
-                  AND liability + v_liability::bigint <= liability_limit
-                RETURNING true INTO v_done;
-            END IF;
-            IF v_done IS NULL THEN
-                RAISE SQLSTATE 'FT001' USING MESSAGE = 'liability_limit';
-            END IF;
-
-            -- 5. The reservation in the ledger and the outbox row.
-            INSERT INTO ledger_transfers (entry_key, currency, debit_side, debit_account_id,
-                                          credit_side, credit_account_id, amount, bet_id)
-            VALUES ('bet:' || v_bet_id || ':reserve', v_currency, 'available', p_account_id,
-                    'reserved', p_account_id, p_stake, v_bet_id);
-            INSERT INTO outbox (topic, account_id, payload)
-            VALUES ('bet_placed', p_account_id,
-                    jsonb_build_object('bet_id', v_bet_id, 'market_id', v_market_id,
-                                       'selection_id', p_selection_id, 'stake', p_stake,
-                                       'odds', v_odds));
-
-            -- 6. Last: the balance row, conditional on the funds.
-            UPDATE accounts
-            SET available = available - p_stake, reserved = reserved + p_stake
-            WHERE account_id = p_account_id AND available >= p_stake
-            RETURNING available, reserved INTO v_available, v_reserved;
-            IF v_available IS NULL THEN
-                RAISE SQLSTATE 'FT001' USING MESSAGE = 'insufficient_funds';
-            END IF;
-        EXCEPTION WHEN SQLSTATE 'FT001' THEN
-            -- The block's writes are undone (the bet row too: forget its id); the key stays
-            -- claimed and stores the refusal.
-            v_code := SQLERRM;
-            v_bet_id := NULL;
-        END;
-    END IF;
-
-    IF v_code IS NOT NULL THEN
-        outcome := 'rejected';
-        response := jsonb_build_object('code', v_code) || coalesce(v_details, '{}');
-    ELSE
-        outcome := 'placed';
-        response := jsonb_build_object(
-            'bet_id', v_bet_id, 'account_id', p_account_id, 'market_id', v_market_id,
-            'selection_id', p_selection_id, 'stake', p_stake, 'odds', v_odds,
-            'placed_at', to_char(v_placed_at AT TIME ZONE 'UTC',
-                                 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
-            'available', v_available, 'reserved', v_reserved, 'currency', v_currency);
-    END IF;
-    -- The first result for the key, success or refusal, is what every retry gets: returned now
-    -- exactly as it is stored.
-    response := jsonb_build_object('outcome', outcome) || response;
-    UPDATE idempotency_keys
-    SET response = reference_place.response,
-        bet_id = v_bet_id
-    WHERE account_id = p_account_id AND idempotency_key = p_idempotency_key;
-END;
-$$;
-
--- The group as the engine ran it before: one call of reference_place per item, in arrival order,
--- in one statement (so one transaction).
+-- The group as the engine ran it before: one call of the per-item fulltime_place per item, in
+-- arrival order, in one statement (so one transaction).
 CREATE OR REPLACE FUNCTION reference_place_group(
     p_accounts bigint[], p_keys text[], p_fingerprints text[], p_selections bigint[],
     p_stakes bigint[], p_odds bigint[], p_accepts text[], p_lock_timeout_ms integer,
@@ -203,9 +24,9 @@ DECLARE
 BEGIN
     FOR i IN 1 .. coalesce(cardinality(p_accounts), 0) LOOP
         SELECT p.outcome, p.response INTO v_row
-        FROM reference_place(p_accounts[i], p_keys[i], p_fingerprints[i], p_selections[i],
-                             p_stakes[i], p_odds[i], p_accepts[i], p_lock_timeout_ms,
-                             p_shard_hint) AS p;
+        FROM fulltime_place(p_accounts[i], p_keys[i], p_fingerprints[i], p_selections[i],
+                            p_stakes[i], p_odds[i], p_accepts[i], p_lock_timeout_ms,
+                            p_shard_hint) AS p;
         item := i;
         outcome := v_row.outcome;
         response := v_row.response;
