@@ -18,6 +18,10 @@
 -- and structured refusal details (codes, current odds, limits), never prose. Outcomes and refusal
 -- codes are fulltime_codes' domains place_outcome and place_refusal.
 --
+-- Every statement reads or writes rows by key, and must whatever the tables' statistics say: see
+-- "Plans that do not depend on statistics" in fulltime_place_group.sql. So seq scans are off for
+-- this function, and the key row it claimed is stored by its ctid (a TID scan, no index probe).
+--
 -- The exposure shard is the caller's preferred one (a placement actor passes its own index); a
 -- full shard falls back to the one other shard with the most headroom (fulltime_place_group.sql
 -- says why).
@@ -39,9 +43,10 @@ CREATE OR REPLACE FUNCTION fulltime_place(
     OUT outcome       text,     -- 'placed' | 'rejected' | 'replayed' | 'key_reused'
     OUT response      jsonb)
 LANGUAGE plpgsql
+SET enable_seqscan = off
 AS $$
 DECLARE
-    v_claimed       boolean;
+    v_key_tid       tid;      -- the key row this call claimed (NULL: claimed before)
     v_fingerprint   text;
     v_currency      text;
     v_market_id     bigint;
@@ -72,9 +77,9 @@ BEGIN
     INSERT INTO idempotency_keys (account_id, idempotency_key, fingerprint)
     VALUES (p_account_id, p_idempotency_key, p_fingerprint)
     ON CONFLICT DO NOTHING
-    RETURNING true INTO v_claimed;
+    RETURNING ctid INTO v_key_tid;
 
-    IF v_claimed IS NULL THEN
+    IF v_key_tid IS NULL THEN
         SELECT k.fingerprint, k.response INTO v_fingerprint, response
         FROM idempotency_keys k
         WHERE k.account_id = p_account_id AND k.idempotency_key = p_idempotency_key;
@@ -197,12 +202,18 @@ BEGIN
             'available', v_available, 'reserved', v_reserved, 'currency', v_currency);
     END IF;
     -- The first result for the key, success or refusal, is what every retry gets: returned now
-    -- exactly as it is stored.
+    -- exactly as it is stored. The row is this transaction's own insert: nothing else can have
+    -- moved it since.
     response := jsonb_build_object('outcome', outcome) || response;
     UPDATE idempotency_keys
     SET response = fulltime_place.response,
         bet_id = v_bet_id
-    WHERE account_id = p_account_id AND idempotency_key = p_idempotency_key;
+    WHERE ctid = v_key_tid
+      AND account_id = p_account_id AND idempotency_key = p_idempotency_key;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'fulltime_place: the claimed key row was not found at %', v_key_tid
+            USING ERRCODE = 'XX000';
+    END IF;
 END;
 $$;
 

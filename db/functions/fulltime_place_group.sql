@@ -75,6 +75,24 @@
 --
 -- Rows are locked FOR NO KEY UPDATE: the lock the later UPDATE of the same row takes anyway
 -- (FOR UPDATE would add nothing but a conflict with foreign-key checks' FOR KEY SHARE).
+--
+-- Plans that do not depend on statistics. A pool connection plans each statement here once and
+-- keeps that plan until something invalidates it (an ANALYZE of a table it reads, usually within
+-- autovacuum's minute). Planned while a table was empty or small (a new database, a quiet night,
+-- a table just vacuumed), an UPDATE ... FROM unnest(...) is cheapest as a hash join over a
+-- sequential scan of the whole table, and so it stays while the table grows: every group then
+-- scanned every idempotency key and every account (scripts/bench-placement's first run after
+-- seeding spent three quarters of the server's CPU there, docs/benchmarks.md). So:
+--   - seq scans are off for this function (SET below): each lookup is an index probe;
+--   - the shard rows of (e) are locked by one primary-key probe per row (LATERAL);
+--   - the rows this function updates are addressed by the ctid it read them at, and by nothing
+--     else: the keys it inserted in (b), the shard rows it locked in (e) and the balance rows it
+--     locked in (f) (a row this transaction inserted or locked cannot move until it ends). A join
+--     on ctid alone has no index to merge along and a hash join would need the seq scan that is
+--     off, so such an UPDATE is a nested loop of TID probes whatever the table's size is thought
+--     to be. Each checks that it updated every row it meant to.
+-- tests/db/placement_group_pgtest.cpp places groups on freshly vacuumed empty tables and requires
+-- no sequential scan of the tables that grow.
 
 CREATE OR REPLACE FUNCTION fulltime_place_group(
     p_accounts        bigint[],  -- item i: the account (from the token) ...
@@ -95,11 +113,13 @@ LANGUAGE plpgsql
 -- written as LATERAL subqueries (OFFSET 0 keeps them apart) so that the generic plan probes the
 -- primary keys whatever the tables' sizes.
 SET plan_cache_mode = force_generic_plan
+SET enable_seqscan = off
 AS $$
 DECLARE
     n              integer := coalesce(cardinality(p_accounts), 0);
     -- Per item.
     v_new          boolean[];  -- its (account, key) was claimed by this call
+    v_key_tid      tid[];      -- ... at this ctid
     v_first        integer[];  -- the first item of the group with its (account, key)
     v_stored_fp    text[];     -- the stored fingerprint of a key claimed before (c)
     v_stored       jsonb[];    -- ... and its stored response
@@ -130,21 +150,22 @@ DECLARE
     v_ex_shard     integer[];
     v_ex_liability bigint[];
     v_ex_limit     bigint[];
+    v_ex_tid       tid[];      -- where each preferred shard row was locked
+    v_ex_delta     bigint[];   -- the liability its placed items add, for (g)
+    v_ex_at        integer[];  -- per item: its preferred locked row (NULL after a fallback)
     v_lock_accounts bigint[] := '{}';
     v_acc_id       bigint[];
+    v_acc_tid      tid[];      -- where each balance row was locked
     v_acc_available bigint[];
     v_acc_reserved bigint[];
-    -- Exposure changes left for (g): +liability on a preferred shard, -liability given back by
-    -- a fallback item refused for funds.
-    v_delta_market bigint[] := '{}';
-    v_delta_shard  integer[] := '{}';
-    v_delta        bigint[] := '{}';
+    v_acc_reserved_before bigint[];  -- as locked: an account whose reserved moved is updated
     v_any_placed   boolean := false;
     v_pref         integer;
     v_other        integer;
     v_numeric      numeric;
     i              integer;
     j              integer;
+    k              integer;
 BEGIN
     IF n = 0 THEN
         RETURN;
@@ -185,11 +206,12 @@ BEGIN
              AS c(account_id, idempotency_key, fingerprint, ord)
         ORDER BY c.account_id, c.idempotency_key COLLATE "C", c.ord
         ON CONFLICT DO NOTHING
-        RETURNING k.account_id, k.idempotency_key
+        RETURNING k.account_id, k.idempotency_key, k.ctid
     )
-    SELECT array_agg(x.is_new ORDER BY x.ord), array_agg(x.first_ord ORDER BY x.ord)
-    INTO v_new, v_first
-    FROM (SELECT g.ord, cl.account_id IS NOT NULL AS is_new,
+    SELECT array_agg(x.is_new ORDER BY x.ord), array_agg(x.first_ord ORDER BY x.ord),
+           array_agg(x.tid ORDER BY x.ord)
+    INTO v_new, v_first, v_key_tid
+    FROM (SELECT g.ord, cl.account_id IS NOT NULL AS is_new, cl.ctid AS tid,
                  (min(g.ord) OVER (PARTITION BY g.account_id, g.idempotency_key))::integer
                      AS first_ord
           FROM unnest(p_accounts, p_keys) WITH ORDINALITY AS g(account_id, idempotency_key, ord)
@@ -276,19 +298,25 @@ BEGIN
         END LOOP;
     END IF;
 
-    -- (e) Exposure: the preferred shard of each market, locked in (market, shard) order.
+    -- (e) Exposure: the preferred shard of each market, locked in (market, shard) order: the
+    --     sorted pairs drive one primary-key probe each (LATERAL), which locks as it goes.
     IF cardinality(v_lock_markets) > 0 THEN
         SELECT array_agg(e.market_id ORDER BY e.market_id, e.shard),
                array_agg(e.shard::integer ORDER BY e.market_id, e.shard),
                array_agg(e.liability ORDER BY e.market_id, e.shard),
-               array_agg(e.liability_limit ORDER BY e.market_id, e.shard)
-        INTO v_ex_market, v_ex_shard, v_ex_liability, v_ex_limit
-        FROM (SELECT x.market_id, x.shard, x.liability, x.liability_limit
-              FROM market_exposure x
-              JOIN unnest(v_lock_markets, v_lock_shards) AS w(market_id, shard)
-                ON x.market_id = w.market_id AND x.shard = w.shard
-              ORDER BY x.market_id, x.shard
-              FOR NO KEY UPDATE OF x) e;
+               array_agg(e.liability_limit ORDER BY e.market_id, e.shard),
+               array_agg(e.ctid ORDER BY e.market_id, e.shard)
+        INTO v_ex_market, v_ex_shard, v_ex_liability, v_ex_limit, v_ex_tid
+        FROM (SELECT w.market_id, w.shard
+              FROM unnest(v_lock_markets, v_lock_shards) AS w(market_id, shard)
+              ORDER BY w.market_id, w.shard
+              OFFSET 0) w
+        CROSS JOIN LATERAL (SELECT x.market_id, x.shard, x.liability, x.liability_limit, x.ctid
+                            FROM market_exposure x
+                            WHERE x.market_id = w.market_id AND x.shard = w.shard
+                            FOR NO KEY UPDATE) e;
+        v_ex_delta := array_fill(0::bigint, ARRAY[coalesce(cardinality(v_ex_market), 0)]);
+        v_ex_at := array_fill(NULL::integer, ARRAY[n]);
 
         FOR i IN 1 .. n LOOP
             CONTINUE WHEN NOT v_candidate[i];
@@ -297,6 +325,7 @@ BEGIN
             IF j IS NOT NULL AND v_ex_liability[j] + v_liability[i] <= v_ex_limit[j] THEN
                 v_ex_liability[j] := v_ex_liability[j] + v_liability[i];
                 v_shard[i] := v_ex_shard[j];
+                v_ex_at[i] := j;
             ELSIF v_shards[i] > 1 THEN
                 -- Rare: the preferred shard is full. The other shard with the most headroom in
                 -- this statement's snapshot; the update rechecks the limit on the locked row.
@@ -331,13 +360,15 @@ BEGIN
     IF cardinality(v_lock_accounts) > 0 THEN
         SELECT array_agg(b.account_id ORDER BY b.account_id),
                array_agg(b.available ORDER BY b.account_id),
-               array_agg(b.reserved ORDER BY b.account_id)
-        INTO v_acc_id, v_acc_available, v_acc_reserved
-        FROM (SELECT x.account_id, x.available, x.reserved
+               array_agg(b.reserved ORDER BY b.account_id),
+               array_agg(b.ctid ORDER BY b.account_id)
+        INTO v_acc_id, v_acc_available, v_acc_reserved, v_acc_tid
+        FROM (SELECT x.account_id, x.available, x.reserved, x.ctid
               FROM accounts x
               WHERE x.account_id = ANY (v_lock_accounts)
               ORDER BY x.account_id
               FOR NO KEY UPDATE OF x) b;
+        v_acc_reserved_before := v_acc_reserved;
 
         FOR i IN 1 .. n LOOP
             CONTINUE WHEN NOT v_candidate[i];
@@ -349,17 +380,16 @@ BEGIN
                 v_reserved[i] := v_acc_reserved[j];
                 v_any_placed := true;
                 IF NOT v_fallback[i] THEN
-                    v_delta_market := v_delta_market || v_market[i];
-                    v_delta_shard := v_delta_shard || v_shard[i];
-                    v_delta := v_delta || v_liability[i];
+                    v_ex_delta[v_ex_at[i]] := v_ex_delta[v_ex_at[i]] + v_liability[i];
                 END IF;
             ELSE
                 v_code[i] := 'insufficient_funds';
                 v_candidate[i] := false;
                 IF v_fallback[i] THEN
-                    v_delta_market := v_delta_market || v_market[i];
-                    v_delta_shard := v_delta_shard || v_shard[i];
-                    v_delta := v_delta || -v_liability[i];
+                    -- Rarer still: its fallback shard was already updated; give it back (a row
+                    -- this transaction holds).
+                    UPDATE market_exposure e SET liability = e.liability - v_liability[i]
+                    WHERE e.market_id = v_market[i] AND e.shard = v_shard[i];
                 END IF;
             END IF;
         END LOOP;
@@ -391,12 +421,24 @@ BEGIN
          AND ins.idempotency_key = g.idempotency_key;
     END IF;
 
-    IF cardinality(v_delta) > 0 THEN
-        UPDATE market_exposure e SET liability = e.liability + d.delta
-        FROM (SELECT x.market_id, x.shard, sum(x.delta)::bigint AS delta
-              FROM unnest(v_delta_market, v_delta_shard, v_delta) AS x(market_id, shard, delta)
-              GROUP BY x.market_id, x.shard) d
-        WHERE e.market_id = d.market_id AND e.shard = d.shard AND d.delta <> 0;
+    -- The preferred shards: each by the sum of its placed items' liabilities, at the ctid (e)
+    -- locked it at (a fallback never updates a preferred row: it picks another shard).
+    IF v_any_placed AND 0 < ANY (v_ex_delta) THEN
+        UPDATE market_exposure e SET liability = e.liability + u.delta
+        FROM unnest(v_ex_tid, v_ex_delta) AS u(tid, delta)
+        WHERE e.ctid = u.tid AND u.delta <> 0;
+        GET DIAGNOSTICS i = ROW_COUNT;
+        j := 0;
+        FOR k IN 1 .. cardinality(v_ex_delta) LOOP
+            IF v_ex_delta[k] <> 0 THEN
+                j := j + 1;
+            END IF;
+        END LOOP;
+        IF i <> j THEN
+            RAISE EXCEPTION 'fulltime_place_group: % exposure rows updated, not every locked one',
+                            i
+                USING ERRCODE = 'XX000';
+        END IF;
     END IF;
 
     IF v_any_placed THEN
@@ -420,14 +462,29 @@ BEGIN
         WHERE g.bet_id IS NOT NULL
         ORDER BY g.ord;
 
-        -- The balances: each account once, by the sum of its placed stakes (the rows are locked).
+        -- The balances: each account once, by the sum of its placed stakes, at the ctid where
+        -- (f) locked its row.
         UPDATE accounts a
         SET available = a.available - d.stake, reserved = a.reserved + d.stake
-        FROM (SELECT x.account_id, sum(x.stake)::bigint AS stake
-              FROM unnest(p_accounts, p_stakes, v_candidate) AS x(account_id, stake, placed)
-              WHERE x.placed
-              GROUP BY x.account_id) d
-        WHERE a.account_id = d.account_id;
+        FROM (SELECT l.tid, l.account_id, s.stake
+              FROM (SELECT x.account_id, sum(x.stake)::bigint AS stake
+                    FROM unnest(p_accounts, p_stakes, v_candidate) AS x(account_id, stake, placed)
+                    WHERE x.placed
+                    GROUP BY x.account_id) s
+              JOIN unnest(v_acc_id, v_acc_tid) AS l(account_id, tid)
+                ON l.account_id = s.account_id) d
+        WHERE a.ctid = d.tid;
+        GET DIAGNOSTICS i = ROW_COUNT;
+        j := 0;
+        FOR k IN 1 .. cardinality(v_acc_id) LOOP
+            IF v_acc_reserved_before[k] <> v_acc_reserved[k] THEN
+                j := j + 1;
+            END IF;
+        END LOOP;
+        IF i <> j THEN
+            RAISE EXCEPTION 'fulltime_place_group: % balance rows updated, not every locked one', i
+                USING ERRCODE = 'XX000';
+        END IF;
     END IF;
 
     -- The responses of the items that claimed their key.
@@ -452,11 +509,24 @@ BEGIN
         v_response[i] := jsonb_build_object('outcome', v_outcome[i]) || v_response[i];
     END LOOP;
 
+    -- At the ctid (b) inserted each key at: this transaction's own rows, which nothing else can
+    -- have moved.
     UPDATE idempotency_keys k SET response = u.response, bet_id = u.bet_id
-    FROM unnest(p_accounts, p_keys, v_response, v_bet_id, v_new, v_first) WITH ORDINALITY
-         AS u(account_id, idempotency_key, response, bet_id, is_new, first_ord, ord)
-    WHERE u.is_new AND u.first_ord = u.ord
-      AND k.account_id = u.account_id AND k.idempotency_key = u.idempotency_key;
+    FROM unnest(v_key_tid, p_accounts, p_keys, v_response, v_bet_id, v_new, v_first)
+         WITH ORDINALITY
+         AS u(tid, account_id, idempotency_key, response, bet_id, is_new, first_ord, ord)
+    WHERE u.is_new AND u.first_ord = u.ord AND k.ctid = u.tid;
+    GET DIAGNOSTICS i = ROW_COUNT;
+    j := 0;
+    FOR k IN 1 .. n LOOP
+        IF v_new[k] AND v_first[k] = k THEN
+            j := j + 1;
+        END IF;
+    END LOOP;
+    IF i <> j THEN
+        RAISE EXCEPTION 'fulltime_place_group: % keys stored, not every claimed one', i
+            USING ERRCODE = 'XX000';
+    END IF;
 
     -- A later item with a key an earlier item of the group claimed: a second request after the
     -- first, which sees the first's stored result.

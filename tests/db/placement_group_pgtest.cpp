@@ -925,4 +925,83 @@ TEST_CASE("placement group: the same scenario deadlocks when each bet locks as i
     check_invariants(e);
 }
 
+// --- Plans that do not depend on statistics -------------------------------------------------
+
+/// Runs the placements of the plan case on one connection, in one transaction, and returns the
+/// outcomes (one string per call, items separated by spaces) and then the tables that were read
+/// with a sequential scan in that transaction (pg_stat_xact_user_tables, "table:count").
+awaitable<std::vector<std::string>> place_and_count_seq_scans(
+    std::string url, std::vector<std::vector<bets::place_request>> calls) {
+    auto conn = co_await open_connection(url, 30s);
+    FT_AWAIT_OK(co_await conn->query("BEGIN"));
+    std::vector<std::string> out;
+    int hint = 0;
+    for (const auto& group : calls) {
+        auto rows = co_await db::place_group(*conn, encode(group), 1000, hint++, 30s);
+        FT_REQUIRE_OK(rows);
+        std::string outcomes;
+        for (int i = 0; i < rows->size(); ++i) {
+            auto row = rows->at(i);
+            FT_REQUIRE_OK(row);
+            outcomes += (i == 0 ? "" : " ") + std::string{row->outcome};
+        }
+        out.push_back(outcomes);
+    }
+    auto scans = co_await conn->query(
+        "SELECT coalesce(string_agg(relname || ':' || seq_scan, ' ' ORDER BY relname), '') "
+        "FROM pg_stat_xact_user_tables WHERE seq_scan > 0");
+    FT_REQUIRE_OK(scans);
+    out.emplace_back(scans->text(0, 0));
+    FT_AWAIT_OK(co_await conn->query("COMMIT"));
+    co_return out;
+}
+
+TEST_CASE("placement group: no sequential scan, even when planned on tables thought empty") {
+    // A pool connection keeps the plans it made at its first placement. Made while the tables
+    // were empty (here: vacuumed empty, as a new database or a quiet night leaves them), the old
+    // statements stored keys and balances with a hash join over a sequential scan of the whole
+    // table, and kept doing so as the tables grew. Every statement of both placement functions
+    // must read by key whatever the statistics say.
+    database e;
+    e.add_market(100, {{1001, 20000}}, {10, 100000, 1'000'000'000, 4});
+    // Two shards of 1000 at 3.00 (liability = 2 x stake). The fifth call prefers shard 0.
+    e.add_market(200, {{2001, 30000}}, {10, 100000, 2000, 2});
+    std::vector<std::int64_t> funds(200, 100000);
+    funds[6] = 50;  // account 7
+    open_accounts(e, 1, funds);
+    for (const char* table : {"accounts", "idempotency_keys", "bets", "ledger_transfers", "outbox",
+                              "market_exposure", "markets", "selections"}) {
+        e.exec(std::string{"VACUUM ANALYZE "} + table);
+    }
+    const std::vector<std::vector<bets::place_request>> calls{
+        // A group: two bets of one account and one of another.
+        {bet(1, "p1", 1001, 100, 20000), bet(2, "p2", 1001, 100, 20000),
+         bet(1, "p3", 1001, 100, 20000)},
+        // A group of one (fulltime_place), then its replay, also alone.
+        {bet(3, "q1", 1001, 100, 20000)},
+        {bet(3, "q1", 1001, 100, 20000)},
+        // A group with a replay, a reused key and a new bet.
+        {bet(1, "p1", 1001, 100, 20000), bet(2, "p2", 1001, 101, 20000),
+         bet(4, "r1", 1001, 100, 20000)},
+        // 900 on the preferred shard; 800 does not fit there and falls back to shard 1; 150
+        // falls back too, is refused for funds (account 7 has 50) and given back.
+        {bet(5, "f1", 2001, 450, 30000), bet(6, "f2", 2001, 400, 30000),
+         bet(7, "f3", 2001, 75, 30000)},
+    };
+    asio::io_context ioc;
+    const auto out = run(ioc, place_and_count_seq_scans(e.url(), calls));
+    REQUIRE(out.size() == calls.size() + 1);
+    CHECK(out[0] == "placed placed placed");
+    CHECK(out[1] == "placed");
+    CHECK(out[2] == "replayed");
+    CHECK(out[3] == "replayed key_reused placed");
+    CHECK(out[4] == "placed placed rejected");
+    CHECK(e.text("SELECT response->>'code' FROM idempotency_keys WHERE idempotency_key = 'f3'") ==
+          "insufficient_funds");
+    CHECK(e.text("SELECT string_agg(liability::text, ' ' ORDER BY shard) FROM market_exposure "
+                 "WHERE market_id = 200") == "900 800");
+    CHECK_MESSAGE(out.back().empty(), "sequential scans: " << out.back());
+    check_invariants(e);
+}
+
 }  // namespace
