@@ -107,6 +107,7 @@ void placement_metrics::record(const bets::place_result& result,
             break;
     }
     latency.record(elapsed);
+    recent.record(elapsed);
 }
 
 }  // namespace fulltime::actors

@@ -5,12 +5,17 @@
 
 #include "actors/io_handoff.hpp"
 #include "actors/settlement_market_actor.hpp"
+#include "fulltime/core/latency_window.hpp"
 #include "fulltime/core/metrics.hpp"
+#include "fulltime/core/settlement_governor.hpp"
+#include "fulltime/limits.hpp"
 
 #include <caf/all.hpp>
 
+#include <chrono>
 #include <deque>
 #include <map>
+#include <optional>
 
 namespace fulltime::actors::detail {
 
@@ -20,6 +25,14 @@ namespace {
 
 using tick_atom = caf::atom_constant<caf::atom("st_tick")>;
 using scanned_atom = caf::atom_constant<caf::atom("st_scan")>;
+using govern_atom = caf::atom_constant<caf::atom("st_govern")>;
+
+/// Holds one reading of the placement latency and of the bets settled, for the sliding window.
+struct reading {
+    std::chrono::steady_clock::time_point at;
+    metrics::latency_window::snapshot placement;
+    std::uint64_t settled = 0;
+};
 
 struct market_entry {
     caf::actor actor;
@@ -32,6 +45,8 @@ struct coordinator_state {
     std::size_t slots_free = 0;
     std::deque<caf::actor> waiting;  ///< market actors waiting for a slot, FIFO
     bool scanning = false;
+    std::optional<settlement::governor> governor;  ///< when a budget is set
+    std::deque<reading> readings;                  ///< the last window's, oldest first
     static inline const char* name = "fulltime.settlement";
 };
 
@@ -48,6 +63,42 @@ void wake(coordinator_actor* self, std::int64_t market_id) {
     self->send(it->second.actor, wake_atom::value, it->second.wakes);
 }
 
+// One control period of the governor: the placement p99 and the bets settled over the last
+// window (from the oldest reading at least a window old), its decision published to the steps
+// (pacing) and to /metrics.
+void govern(coordinator_actor* self) {
+    auto& st = self->state;
+    auto& g = *st.governor;
+    auto& m = *st.settings.metrics;
+    const auto now = std::chrono::steady_clock::now();
+    reading current{now, st.settings.placement_latency->read(), m.bets.value()};
+    const auto window =
+        std::chrono::duration_cast<std::chrono::steady_clock::duration>(g.settings().window);
+    while (st.readings.size() > 1 && now - st.readings[1].at >= window) {
+        st.readings.pop_front();
+    }
+    std::optional<std::chrono::microseconds> p99;
+    std::int64_t settled_per_s = 0;
+    if (!st.readings.empty()) {
+        const auto& oldest = st.readings.front();
+        p99 = metrics::latency_window::quantile(oldest.placement, current.placement, 0.99);
+        const auto span = std::chrono::duration<double>(now - oldest.at).count();
+        if (span > 0) {
+            settled_per_s = static_cast<std::int64_t>(
+                static_cast<double>(current.settled - oldest.settled) / span);
+        }
+    }
+    st.readings.push_back(std::move(current));
+    g.on_period(p99, std::chrono::duration_cast<std::chrono::microseconds>(now.time_since_epoch()));
+    st.settings.pacing->batch_bets.store(g.batch_bets(), std::memory_order_relaxed);
+    st.settings.pacing->pause_us.store(g.pause().count(), std::memory_order_relaxed);
+    m.governor_placement_p99_us.set(p99 ? p99->count() : -1);
+    m.governor_batch_bets.set(g.batch_bets());
+    m.governor_pause_us.set(g.pause().count());
+    m.governor_settled_bets_per_s.set(settled_per_s);
+    m.governor_floored.set(g.floored() ? 1 : 0);
+}
+
 void start_scan(coordinator_actor* self) {
     auto& st = self->state;
     if (st.scanning) {
@@ -62,6 +113,15 @@ caf::behavior coordinator_behavior(coordinator_actor* self, settlement_actor_set
                                    std::size_t slots) {
     self->state.settings = std::move(settings);
     self->state.slots_free = slots;
+    auto& m = *self->state.settings.metrics;
+    m.governor_batch_bets.set(self->state.settings.governor.batch_max);
+    m.governor_placement_p99_us.set(-1);
+    if (self->state.settings.governor.budget.count() > 0 &&
+        self->state.settings.placement_latency != nullptr && self->state.settings.pacing) {
+        self->state.governor.emplace(self->state.settings.governor);
+        m.governor_budget_us.set(self->state.settings.governor.budget.count());
+        self->send(self, govern_atom::value);
+    }
     self->set_exit_handler([self](caf::exit_msg& msg) {
         for (auto& [id, entry] : self->state.markets) {
             self->send_exit(entry.actor, msg.reason);
@@ -111,6 +171,19 @@ caf::behavior coordinator_behavior(coordinator_actor* self, settlement_actor_set
             }
         },
         [self](tick_atom) { start_scan(self); },
+        [self](govern_atom) {
+            govern(self);
+            self->delayed_send(self,
+                               std::chrono::milliseconds(limits::settlement_governor_period_ms),
+                               govern_atom::value);
+        },
+        [self](batched_atom, std::int64_t bets, std::int64_t elapsed_us) {
+            if (self->state.governor) {
+                self->state.governor->on_batch(bets, std::chrono::microseconds(elapsed_us));
+                self->state.settings.pacing->pause_us.store(self->state.governor->pause().count(),
+                                                            std::memory_order_relaxed);
+            }
+        },
         [self](scanned_atom, backlog& b) {
             auto& st = self->state;
             st.scanning = false;

@@ -7,6 +7,7 @@
 
 #include <boost/asio/awaitable.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -16,7 +17,14 @@
 
 namespace fulltime::actors::detail {
 
-/// Holds what a step needs: pools and settings. Touched on the io_context only.
+/// Holds the governor's current decision (core/settlement_governor.hpp): written by the
+/// coordinator, read by every step and market actor, on any thread.
+struct settlement_pacing {
+    std::atomic<std::int64_t> batch_bets{0};  ///< bets the next step settles at most
+    std::atomic<std::int64_t> pause_us{0};    ///< rest after a batch, before the next step
+};
+
+/// Holds what a step needs: pools and settings. Touched on the io_context only (but pacing).
 struct settlement_worker {
     db::pool* settlement = nullptr;   ///< steps
     db::pool* background = nullptr;   ///< backlog scans
@@ -24,7 +32,8 @@ struct settlement_worker {
     std::int64_t lock_timeout_ms = 0;
     std::chrono::milliseconds query_timeout{0};
     settlement_metrics* metrics = nullptr;
-    bool closed = false;  ///< set by stop(): no further steps
+    std::shared_ptr<settlement_pacing> pacing;  ///< the governor's batch size (when it steers)
+    bool closed = false;                        ///< set by stop(): no further steps
 };
 
 /// Names how one step ended. The first six are fulltime_settle_step's own statuses.

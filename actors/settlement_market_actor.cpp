@@ -138,13 +138,22 @@ caf::behavior market_behavior(market_actor* self, std::int64_t market_id, caf::a
                             (r.refusal.empty() ? std::string()
                                                : "; refused: " + r.refusal + ", no money moved"));
                     }
-                    if (r.status == step_status::batch && st.settings.duty_percent < 100) {
+                    if (r.status == step_status::batch) {
                         // Pacing: after a batch that took T, rest T * (100 - d) / d, so the
                         // market's batches use at most d % of a database backend's time and
-                        // placements keep the rest of the machine.
-                        const auto rest = std::chrono::duration_cast<std::chrono::milliseconds>(
+                        // placements keep the rest of the machine; and, when the governor
+                        // steers, at least the pause it decided (the coordinator hears of
+                        // the batch for its cost per bet).
+                        auto rest = std::chrono::duration_cast<std::chrono::microseconds>(
                             r.elapsed * (100 - st.settings.duty_percent) /
                             st.settings.duty_percent);
+                        if (st.settings.pacing) {
+                            self->send(st.coordinator, batched_atom::value, r.bets,
+                                       static_cast<std::int64_t>(r.elapsed.count()));
+                            rest = std::max(
+                                rest, std::chrono::microseconds(st.settings.pacing->pause_us.load(
+                                          std::memory_order_relaxed)));
+                        }
                         if (rest.count() > 0) {
                             self->delayed_send(self, rest, retry_atom::value);
                             return;

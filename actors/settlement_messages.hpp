@@ -3,6 +3,8 @@
 /// them holds. Private to actors/settlement_*.cpp; it pulls in CAF's headers.
 
 #include "actors/settlement_detail.hpp"
+#include "fulltime/core/latency_window.hpp"
+#include "fulltime/core/settlement_governor.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
 
@@ -30,6 +32,9 @@ using granted_atom = caf::atom_constant<caf::atom("st_grant")>;
 using release_atom = caf::atom_constant<caf::atom("st_free")>;
 /// `(idle_atom, market_id, wake count seen)`: a market actor found nothing to apply.
 using idle_atom = caf::atom_constant<caf::atom("st_idle")>;
+/// `(batched_atom, bets, microseconds)`: a market actor's step settled a batch of that many bets
+/// in that time (the governor's cost per bet).
+using batched_atom = caf::atom_constant<caf::atom("st_batch")>;
 
 /// Holds what every settlement actor needs; copied into each.
 struct settlement_actor_settings {
@@ -39,6 +44,11 @@ struct settlement_actor_settings {
     std::chrono::milliseconds poll_interval{0};
     int duty_percent = 100;  ///< share of time a market's steps may run back to back
     settlement_metrics* metrics = nullptr;
+    /// The governor's settings (budget 0: off) and what it steers by: the engine's placement
+    /// latency (nullptr: none in this process, the governor stays off).
+    settlement::governor_settings governor;
+    const metrics::latency_window* placement_latency = nullptr;
+    std::shared_ptr<settlement_pacing> pacing;
 };
 
 }  // namespace fulltime::actors::detail

@@ -4,6 +4,8 @@
 #include "fulltime/core/metrics.hpp"
 #include "fulltime/db/codes.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include <string>
 
 namespace fulltime::actors {
@@ -39,7 +41,26 @@ settlement_metrics::settlement_metrics(metrics::registry& registry)
                               "Markets with result events not yet applied, at the last scan.")),
       backlog_age_ms(registry.make_gauge(
           "fulltime_settlement_backlog_age_milliseconds",
-          "Age of the oldest result event not yet applied, at the last scan (0: none).")) {
+          "Age of the oldest result event not yet applied, at the last scan (0: none).")),
+      governor_budget_us(registry.make_gauge(
+          "fulltime_settlement_governor_budget_microseconds",
+          "The placement p99 the settlement governor keeps settlement under (0: governor off).")),
+      governor_placement_p99_us(registry.make_gauge(
+          "fulltime_settlement_governor_placement_p99_microseconds",
+          "The engine's placement p99 over the governor's last window (-1: no placement in it).")),
+      governor_batch_bets(
+          registry.make_gauge("fulltime_settlement_governor_batch_bets",
+                              "Bets a settlement step settles at most, as the governor decides.")),
+      governor_pause_us(registry.make_gauge(
+          "fulltime_settlement_governor_pause_microseconds",
+          "Pause the governor puts after a market's batch, before its next step.")),
+      governor_settled_bets_per_s(registry.make_gauge(
+          "fulltime_settlement_governor_settled_bets_per_second",
+          "Bets settlement batches looked at per second over the governor's last window.")),
+      governor_floored(registry.make_gauge(
+          "fulltime_settlement_governor_floored",
+          "1 while the floor (settlement.min_bets_per_s) holds the governor back from the "
+          "budget.")) {
     registry.add_collector([this](std::string& out) {
         step_latency.render(out, "fulltime_settlement_step_latency_seconds",
                             "Time of one settlement step's transaction.");
@@ -60,6 +81,22 @@ settlement_metrics::settlement_metrics(metrics::registry& registry)
             "code.",
             metrics::label("code", code));
     }
+}
+
+std::string settlement_metrics::governor_json() const {
+    const auto ms = [](std::int64_t us) { return static_cast<double>(us) / 1000.0; };
+    const auto p99 = governor_placement_p99_us.value();
+    nlohmann::json j{{"enabled", governor_budget_us.value() > 0},
+                     {"budget_ms", ms(governor_budget_us.value())},
+                     {"placement_p99_ms", nullptr},
+                     {"batch_bets", governor_batch_bets.value()},
+                     {"pause_ms", ms(governor_pause_us.value())},
+                     {"settled_bets_per_s", governor_settled_bets_per_s.value()},
+                     {"floored", governor_floored.value() != 0}};
+    if (p99 >= 0) {
+        j["placement_p99_ms"] = ms(p99);
+    }
+    return j.dump();
 }
 
 }  // namespace fulltime::actors

@@ -6,6 +6,9 @@
 #include "actors/settlement_detail.hpp"
 #include "fulltime/actors/settlement.hpp"
 #include "fulltime/core/assert.hpp"
+#include "fulltime/limits.hpp"
+
+#include <algorithm>
 
 #include <caf/all.hpp>
 
@@ -21,7 +24,8 @@ struct settlement_service::impl {
 
 settlement_service::settlement_service(caf::actor_system& system, asio::any_io_executor io,
                                        db::pool& settlement, db::pool& background,
-                                       const config& cfg, settlement_metrics& metrics)
+                                       const config& cfg, settlement_metrics& metrics,
+                                       const metrics::latency_window* placement_latency)
     : impl_(std::make_shared<impl>()) {
     FULLTIME_ASSERT(cfg.settlement.batches_in_flight > 0);
     auto w = std::make_shared<detail::settlement_worker>();
@@ -32,6 +36,22 @@ settlement_service::settlement_service(caf::actor_system& system, asio::any_io_e
     w->query_timeout = std::chrono::milliseconds(cfg.database.query_timeout_ms);
     w->metrics = &metrics;
     impl_->worker = w;
+    const auto& st = cfg.settlement;
+    settlement::governor_settings g;
+    if (placement_latency != nullptr) {
+        g.budget = std::chrono::milliseconds(st.placement_p99_budget_ms);
+    }
+    g.batch_max = static_cast<std::int64_t>(st.batch_bets_max);
+    g.batch_min =
+        std::max<std::int64_t>(1, g.batch_max / limits::settlement_governor_batch_divisor);
+    g.min_bets_per_s = static_cast<double>(st.min_bets_per_s);
+    g.window = std::chrono::milliseconds(st.placement_window_ms);
+    g.pause_max = std::chrono::milliseconds(limits::settlement_governor_pause_ms_max);
+    g.pause_step = std::chrono::milliseconds(limits::settlement_governor_pause_step_ms);
+    if (g.budget.count() > 0) {
+        w->pacing = std::make_shared<detail::settlement_pacing>();
+        w->pacing->batch_bets = g.batch_max;
+    }
     detail::settlement_actor_settings s;
     s.worker = w;
     s.io = std::move(io);
@@ -39,6 +59,9 @@ settlement_service::settlement_service(caf::actor_system& system, asio::any_io_e
     s.poll_interval = std::chrono::milliseconds(cfg.settlement.poll_interval_ms);
     s.duty_percent = static_cast<int>(cfg.settlement.duty_percent);
     s.metrics = &metrics;
+    s.governor = g;
+    s.placement_latency = placement_latency;
+    s.pacing = w->pacing;
     impl_->coordinator = detail::spawn_settlement_coordinator(system, std::move(s),
                                                               cfg.settlement.batches_in_flight);
 }

@@ -56,8 +56,16 @@ asio::awaitable<step_result> run_step(std::shared_ptr<settlement_worker> worker,
     }
     const auto start = std::chrono::steady_clock::now();
     // The step runs after the acquire: record its own time, not the wait for a connection.
-    auto row = co_await db::settle_step(**conn, market_id, w.batch_bets_max, w.lock_timeout_ms,
-                                        w.query_timeout);
+    // The governor's batch when it steers (0 until its first decision), else the configured one.
+    std::int64_t batch = w.batch_bets_max;
+    if (w.pacing) {
+        if (const auto governed = w.pacing->batch_bets.load(std::memory_order_relaxed);
+            governed > 0) {
+            batch = std::min(batch, governed);
+        }
+    }
+    auto row =
+        co_await db::settle_step(**conn, market_id, batch, w.lock_timeout_ms, w.query_timeout);
     const auto elapsed = std::chrono::duration_cast<std::chrono::microseconds>(
         std::chrono::steady_clock::now() - start);
     w.metrics->step_latency.record(elapsed);

@@ -361,6 +361,10 @@ settlement_settings read_settlement(const reader& r, const pool_settings& pool) 
     st.poll_interval_ms = r.timeout_ms("settlement.poll_interval_ms");
     st.duty_percent = r.integer("settlement.duty_percent", 1, 100);
     st.push_interval_ms = r.timeout_ms("settlement.push_interval_ms");
+    st.placement_p99_budget_ms =
+        r.integer("settlement.placement_p99_budget_ms", 0, limits::settlement_budget_ms_max);
+    st.placement_window_ms = r.integer("settlement.placement_window_ms", 100, 60'000);
+    st.min_bets_per_s = r.integer("settlement.min_bets_per_s", 1, 1'000'000);
     return st;
 }
 

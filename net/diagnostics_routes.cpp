@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <memory>
+
 namespace fulltime::net {
 
 namespace asio = boost::asio;
@@ -25,7 +27,8 @@ json pool_json(const db::pool_stats& s) {
             {"wait_max_ms", s.wait_us_max / 1000}};
 }
 
-asio::awaitable<http_response> get_diagnostics(db::pools* pools) {
+asio::awaitable<http_response> get_diagnostics(db::pools* pools,
+                                               const governor_state_reader* governor) {
     json body;
     json by_name = json::object();
     for (const db::pool_stats& s : pools->stats()) {
@@ -61,6 +64,9 @@ asio::awaitable<http_response> get_diagnostics(db::pools* pools) {
     auto terminal = json::parse(*refusals, nullptr, false);
     body["settlement"]["refused_events"] = terminal["refused_events"];
     body["settlement"]["skipped_last_day"] = terminal["skipped_last_day"];
+    if (*governor) {
+        body["settlement"]["governor"] = json::parse((*governor)(), nullptr, false);
+    }
     body["reservations"] = {{"overdue_incidents_open", terminal["overdue_reservation_incidents"]}};
     body["database"] = json::parse(*database, nullptr, false);
     http_response r;
@@ -70,13 +76,14 @@ asio::awaitable<http_response> get_diagnostics(db::pools* pools) {
 
 }  // namespace
 
-http_routes make_diagnostics_routes(db::pools& pools) {
+http_routes make_diagnostics_routes(db::pools& pools, governor_state_reader governor) {
     http_route route;
     route.name = "diagnostics";
     route.method = "GET";
     route.path = "/v1/diagnostics";
     route.auth = route_auth::admin;
-    route.handler = [p = &pools](http_request) { return get_diagnostics(p); };
+    route.handler = [p = &pools, g = std::make_shared<governor_state_reader>(std::move(governor))](
+                        http_request) { return get_diagnostics(p, g.get()); };
     return {std::move(route)};
 }
 

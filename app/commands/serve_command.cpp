@@ -114,7 +114,7 @@ int serve_command(const config& cfg) {
     actors::settlement_metrics settlement_metrics(registry);
     actors::settlement_service settlement(actor_runtime.system(), ioc.get_executor(),
                                           *pools.settlement, *pools.background, cfg,
-                                          settlement_metrics);
+                                          settlement_metrics, &placement_metrics.recent);
     actors::reservation_metrics reservation_metrics(registry);
     actors::reservation_sweeper sweeper(actor_runtime.system(), ioc.get_executor(),
                                         *pools.background, cfg, reservation_metrics);
@@ -137,7 +137,10 @@ int serve_command(const config& cfg) {
     services.routes = std::move(feed.routes);
     std::ranges::move(net::make_operator_routes(cfg, pools, registry),
                       std::back_inserter(services.routes));
-    std::ranges::move(net::make_diagnostics_routes(pools), std::back_inserter(services.routes));
+    std::ranges::move(
+        net::make_diagnostics_routes(
+            pools, [&settlement_metrics] { return settlement_metrics.governor_json(); }),
+        std::back_inserter(services.routes));
     std::ranges::move(net::make_reconciliation_routes(pools, reconciliation),
                       std::back_inserter(services.routes));
     std::ranges::move(

@@ -157,6 +157,17 @@ inline constexpr std::int64_t settlement_backoff_ms_max = 5000;
 /// Times the pause after a failed step doubles (`settlement.retry_delay_ms` * 2^n) before
 /// settlement_backoff_ms_max caps it.
 inline constexpr int settlement_backoff_doublings_max = 7;
+/// Upper bound on `settlement.placement_p99_budget_ms`: a budget above it is no budget.
+inline constexpr std::int64_t settlement_budget_ms_max = 60'000;
+/// The settlement governor's control period: how often it reads the placement p99 of the last
+/// window and adjusts batch size and pause.
+inline constexpr std::int64_t settlement_governor_period_ms = 100;
+/// The longest pause the governor puts between a market's batches, in milliseconds.
+inline constexpr std::int64_t settlement_governor_pause_ms_max = 1000;
+/// The governor's additive step of the pause, in milliseconds.
+inline constexpr std::int64_t settlement_governor_pause_step_ms = 5;
+/// The smallest batch the governor cuts to is batch_bets_max divided by this (at least 1).
+inline constexpr std::int64_t settlement_governor_batch_divisor = 20;
 
 // --- Reservations ------------------------------------------------------------------------------
 

@@ -1,24 +1,31 @@
 """End-to-end settlement over the public protocol, with clients that are not our code: results
 sent on the feed (WebSocket and POST), duplicates acknowledged and ignored, bet_settled pushed to
 a connected bettor, and the engine killed (SIGKILL) in the middle of settling a large market,
-then restarted: settlement completes and every bet is settled exactly once. Money invariants
-after each scenario."""
+then restarted: settlement completes and every bet is settled exactly once, with the settlement
+governor off and with it steering (placements kept over its budget, so it cuts batches and
+pauses down to its floor). Money invariants after each scenario."""
 
 import asyncio
 import json
+import re
 import signal
+import subprocess
 import time
 import unittest
+import urllib.request
 
 import websockets.client
 
-from harness import Engine, EngineTestCase
+from harness import BINARY, Engine, EngineTestCase
 from money import assert_money_invariants
 
 MARKET = {"type": "market", "market_id": 100, "event_id": 10, "name": "Final: winner",
           "status": "open",
           "selections": [{"selection_id": 1001, "name": "Home", "odds": "2.50"},
                          {"selection_id": 1002, "name": "Away", "odds": "3.10"}]}
+OTHER_MARKET = {"type": "market", "market_id": 200, "event_id": 20, "name": "Another match",
+                "status": "open",
+                "selections": [{"selection_id": 2001, "name": "Home", "odds": "2.00"}]}
 HOME_WINS = {"type": "result", "market_id": 100, "seq": 1, "event_key": "final-r1",
              "outcomes": [{"selection_id": 1001, "result": "win"},
                           {"selection_id": 1002, "result": "lose"}]}
@@ -119,9 +126,28 @@ class SettlementTest(EngineTestCase):
         assert_money_invariants(self, self.db_url)
 
     def test_sigkill_mid_settlement_then_restart_settles_each_bet_once(self):
+        self.sigkill_scenario(self.env)
+
+    def test_sigkill_mid_settlement_under_the_governor_settles_each_bet_once(self):
+        # A budget of 1 ms that placements cannot keep (a closed loop of 128 requests in flight:
+        # by Little's law each waits 128 / throughput, over 1 ms below 128,000 placements/s), a
+        # floor of 2,000 bets/s: the governor cuts batches and pauses as far as the floor lets.
+        env = {**self.env, "FULLTIME_SETTLEMENT_PLACEMENT_P99_BUDGET_MS": "1",
+               "FULLTIME_SETTLEMENT_PLACEMENT_WINDOW_MS": "300",
+               "FULLTIME_SETTLEMENT_MIN_BETS_PER_S": "2000"}
+        self.sigkill_scenario(env, governed=True)
+
+    def governor_gauges(self, engine):
+        with urllib.request.urlopen(engine.url("/metrics"), timeout=10) as r:
+            text = r.read().decode()
+        return {m.group(1): float(m.group(2)) for m in
+                re.finditer(r"^fulltime_settlement_governor_([a-z_0-9]+) (-?[0-9.e+]+)$", text,
+                            re.MULTILINE)}
+
+    def sigkill_scenario(self, env, governed=False):
         accounts = list(range(1, 201))
         bets = 10000
-        engine = Engine(self.env)
+        engine = Engine(env)
         engine.wait_ready()
         self.prepare(engine, accounts)
         # Bets placed with the placement's own function (the engine's SQL), 50 per account.
@@ -130,23 +156,73 @@ class SettlementTest(EngineTestCase):
                  "FROM generate_series(0, %s - 1) g) x", bets)
         self.assertEqual(self.sql("SELECT count(*) FROM bets")[0][0], bets)
 
-        status, body = engine.post_json("/v1/feed", HOME_WINS, self.producer)
-        self.assertEqual(status, 200, body)
-        # Kill once some batches committed and others have not.
-        until = time.monotonic() + 60
-        while time.monotonic() < until:
-            seq, checkpoint = self.applied_seq()
-            if seq == 0 and checkpoint >= 2000:
-                break
-            time.sleep(0.01)
-        engine.stop(signal.SIGKILL)
+        load = None
+        seen = []
+        if not governed:
+            status, body = engine.get_json("/v1/diagnostics",
+                                           {"Authorization": "Bearer " + self.admin})
+            self.assertEqual(status, 200, body)
+            self.assertFalse(body["settlement"]["governor"]["enabled"], body)
+        if governed:
+            # Placements on another market by 64 accounts of their own, as fast as they answer.
+            self.send_market(engine, OTHER_MARKET)
+            self.open_accounts(engine, range(201, 265), "100000.00")
+            load = subprocess.Popen(
+                [BINARY, "bench-placement", "--port", str(engine.port), "--connections", "8",
+                 "--inflight", "16", "--first-account", "201", "--accounts", "64",
+                 "--selection", "2001", "--stake", "1.00", "--odds", "2.00",
+                 "--duration-s", "300", "--key-prefix", "governed"],
+                env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            # The governor has seen the slow placements before the result arrives.
+            until = time.monotonic() + 30
+            while time.monotonic() < until:
+                g = self.governor_gauges(engine)
+                if g.get("placement_p99_microseconds", -1) > 1000:
+                    break
+                time.sleep(0.05)
+            # The operator reads the same state in /v1/diagnostics.
+            status, body = engine.get_json("/v1/diagnostics",
+                                           {"Authorization": "Bearer " + self.admin})
+            self.assertEqual(status, 200, body)
+            governor = body["settlement"]["governor"]
+            self.assertEqual((governor["enabled"], governor["budget_ms"]), (True, 1.0), governor)
+            self.assertGreater(governor["placement_p99_ms"], 1.0, governor)
+            self.assertLessEqual(governor["batch_bets"], 200, governor)
+            self.assertEqual(set(governor), {"enabled", "budget_ms", "placement_p99_ms",
+                                             "batch_bets", "pause_ms", "settled_bets_per_s",
+                                             "floored"})
+        try:
+            status, body = engine.post_json("/v1/feed", HOME_WINS, self.producer)
+            self.assertEqual(status, 200, body)
+            # Kill once some batches committed and others have not.
+            until = time.monotonic() + 60
+            while time.monotonic() < until:
+                seq, checkpoint = self.applied_seq()
+                if governed:
+                    seen.append(self.governor_gauges(engine))
+                if seq == 0 and checkpoint >= 2000:
+                    break
+                time.sleep(0.01)
+            engine.stop(signal.SIGKILL)
+        finally:
+            if load is not None:
+                load.kill()
+                load.wait()
+        if governed:
+            self.assertTrue(seen)
+            self.assertEqual(seen[-1]["budget_microseconds"], 1000)
+            self.assertTrue(any(g["placement_p99_microseconds"] > 1000 for g in seen), seen[-3:])
+            # It steered: smaller batches than the configured 200, a pause, and the floor.
+            self.assertTrue(any(g["batch_bets"] < 200 for g in seen), seen[-3:])
+            self.assertTrue(any(g["pause_microseconds"] > 0 for g in seen), seen[-3:])
+            self.assertTrue(any(g["floored"] == 1 for g in seen), seen[-3:])
         seq, checkpoint = self.applied_seq()
         self.assertEqual(seq, 0, "settlement finished before the kill: make the market larger")
         settled_before = self.sql("SELECT count(*) FROM bet_settlements")[0][0]
         self.assertGreater(settled_before, 0)
         self.assertLess(settled_before, bets)
 
-        engine = Engine(self.env)
+        engine = Engine(env)
         try:
             engine.wait_ready()
             # The engine's scan finds the unfinished event and resumes after the checkpoint.

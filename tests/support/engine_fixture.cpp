@@ -168,7 +168,8 @@ engine::engine(const engine_parts& parts, const std::function<void(config&)>& co
                 m.settlement_metrics = std::make_unique<actors::settlement_metrics>(m.registry);
                 m.settlement = std::make_unique<actors::settlement_service>(
                     m.runtime->system(), m.ioc.get_executor(), *m.pools.settlement,
-                    *m.pools.background, m.cfg, *m.settlement_metrics);
+                    *m.pools.background, m.cfg, *m.settlement_metrics,
+                    m.placement_metrics ? &m.placement_metrics->recent : nullptr);
             }
             if (parts.reconciliation) {
                 m.reconciliation_metrics =

@@ -18,6 +18,7 @@
 #include "fulltime/config/config.hpp"
 #include "fulltime/core/bets_protocol.hpp"
 #include "fulltime/core/latency_histogram.hpp"
+#include "fulltime/core/latency_window.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
@@ -85,6 +86,8 @@ struct placement_metrics {
     metrics::counter& purge_batches;     ///< purge transactions committed
     metrics::counter& purge_failures;    ///< purge transactions that failed
     metrics::latency_histogram latency;  ///< place request to answer, as the gateway sees it
+    /// The same durations in fine buckets, for the settlement governor's sliding p99.
+    metrics::latency_window recent;
 
     /// Returns the histogram of one stage.
     metrics::latency_histogram& stage(placement_stage s) noexcept {

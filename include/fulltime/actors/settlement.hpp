@@ -39,6 +39,7 @@ namespace fulltime::metrics {
 class counter;
 class gauge;
 class registry;
+class latency_window;
 }  // namespace fulltime::metrics
 
 namespace fulltime::actors {
@@ -62,6 +63,20 @@ struct settlement_metrics {
     metrics::gauge& backlog_markets;          ///< markets with such events (last scan)
     metrics::gauge& backlog_age_ms;           ///< age of the oldest such event (last scan)
     metrics::latency_histogram step_latency;  ///< one step's transaction, as the engine sees it
+    /// The governor (settlement.placement_p99_budget_ms): its budget (0: off), the placement p99
+    /// it measured over the last window (-1: no placement in it), its batch size and pause, the
+    /// bets settled per second over the window, and 1 while the floor holds it back.
+    metrics::gauge& governor_budget_us;
+    metrics::gauge& governor_placement_p99_us;
+    metrics::gauge& governor_batch_bets;
+    metrics::gauge& governor_pause_us;
+    metrics::gauge& governor_settled_bets_per_s;
+    metrics::gauge& governor_floored;
+
+    /// Returns the governor's state as a JSON object text, for /v1/diagnostics: enabled,
+    /// budget_ms, placement_p99_ms (null: no placement in the window), batch_bets, pause_ms,
+    /// settled_bets_per_s, floored.
+    std::string governor_json() const;
     /// Bets an applied event skipped because of their terminal state, by code (0008), as
     /// fulltime_settlement_refusals_total{code}; and events refused as a whole, by code, as
     /// fulltime_settlement_events_refused_total{code}. Keys are the fixed codes.
@@ -75,9 +90,13 @@ public:
     /// Spawns the coordinator, which scans at once (and every settlement.poll_interval_ms) for
     /// markets with events to apply. `io` is the executor the pools were made with; every
     /// database call runs there. The pools, system and metrics must outlive this object.
+    /// `placement_latency` (the placement path's, when this process places bets) is what the
+    /// governor steers by when settlement.placement_p99_budget_ms is set; without it the
+    /// governor stays off.
     settlement_service(caf::actor_system& system, boost::asio::any_io_executor io,
                        db::pool& settlement, db::pool& background, const config& cfg,
-                       settlement_metrics& metrics);
+                       settlement_metrics& metrics,
+                       const metrics::latency_window* placement_latency = nullptr);
     ~settlement_service();
     settlement_service(const settlement_service&) = delete;
     settlement_service& operator=(const settlement_service&) = delete;

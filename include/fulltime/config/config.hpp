@@ -82,6 +82,12 @@ struct settlement_settings {
     std::int64_t poll_interval_ms = 0;  ///< scan for markets with unapplied events
     std::int64_t duty_percent = 0;      ///< 1..100: share of time a market's batches may run
     std::int64_t push_interval_ms = 0;  ///< outbox scan for bet_settled pushes
+    /// The governor (core/settlement_governor.hpp): the engine's placement p99 to keep
+    /// settlement under (0: off), measured over placement_window_ms; min_bets_per_s is the floor
+    /// one market's settlement never goes below.
+    std::int64_t placement_p99_budget_ms = 0;
+    std::int64_t placement_window_ms = 1000;
+    std::int64_t min_bets_per_s = 1000;
 };
 
 // The lock settings split off placement's (feed, admin, placement.purge_lock_timeout_ms) start

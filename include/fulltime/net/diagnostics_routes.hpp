@@ -8,13 +8,20 @@
 
 #include "fulltime/net/http_route.hpp"
 
+#include <functional>
+#include <string>
+
 namespace fulltime::db {
 struct pools;
 }  // namespace fulltime::db
 
 namespace fulltime::net {
 
-/// Returns the diagnostics route. `pools` must outlive the gateway.
-http_routes make_diagnostics_routes(db::pools& pools);
+/// Returns the state of the settlement governor as a JSON object text (the "governor" member of
+/// "settlement"), read when the route is called.
+using governor_state_reader = std::function<std::string()>;
+
+/// Returns the diagnostics route. `pools` must outlive the gateway; `governor` may be empty.
+http_routes make_diagnostics_routes(db::pools& pools, governor_state_reader governor = {});
 
 }  // namespace fulltime::net

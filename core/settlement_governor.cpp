@@ -1,0 +1,88 @@
+#include "fulltime/core/settlement_governor.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace fulltime::settlement {
+
+namespace {
+constexpr double cost_weight = 0.2;  ///< weight of a new batch in the cost's moving average
+}  // namespace
+
+governor::governor(governor_settings settings) : settings_(settings) {
+    settings_.batch_max = std::max<std::int64_t>(1, settings_.batch_max);
+    settings_.batch_min = std::clamp<std::int64_t>(settings_.batch_min, 1, settings_.batch_max);
+    batch_ = settings_.batch_max;
+}
+
+void governor::on_batch(std::int64_t bets, std::chrono::microseconds elapsed) noexcept {
+    if (bets <= 0 || elapsed.count() <= 0) {
+        return;
+    }
+    const double per_bet = static_cast<double>(elapsed.count()) / static_cast<double>(bets);
+    cost_us_ = cost_us_ == 0 ? per_bet : cost_us_ + cost_weight * (per_bet - cost_us_);
+    apply_floor();
+}
+
+std::chrono::microseconds governor::cost_per_bet() const noexcept {
+    return std::chrono::microseconds(static_cast<std::int64_t>(std::llround(cost_us_)));
+}
+
+void governor::on_period(std::optional<std::chrono::microseconds> placement_p99,
+                         std::chrono::microseconds now) noexcept {
+    last_p99_ = placement_p99;
+    if (!enabled()) {
+        batch_ = settings_.batch_max;
+        pause_ = std::chrono::microseconds(0);
+        floored_ = false;
+        return;
+    }
+    const bool over = placement_p99 && *placement_p99 > settings_.budget;
+    if (over) {
+        // One decrease per window: the window measured before the last decrease still holds
+        // placements from before it. Between decreases the floor's verdict stands.
+        if (!last_decrease_ || now - *last_decrease_ >= settings_.window) {
+            batch_ = std::max(settings_.batch_min, batch_ / 2);
+            pause_ = std::min(settings_.pause_max, std::max(settings_.pause_step, pause_ * 2));
+            last_decrease_ = now;
+            floored_ = false;
+            apply_floor();
+        }
+        return;
+    }
+    floored_ = false;
+    if (pause_.count() > 0) {
+        pause_ = std::max(std::chrono::microseconds(0), pause_ - settings_.pause_step);
+    } else {
+        const std::int64_t step = std::max<std::int64_t>(1, settings_.batch_max / 10);
+        batch_ = std::min(settings_.batch_max, batch_ + step);
+    }
+    apply_floor();
+}
+
+void governor::apply_floor() noexcept {
+    // The floor clips the state itself (not only what is applied), so that a long stretch over
+    // the budget does not wind the pause up far beyond the floor and slow the recovery.
+    if (!enabled() || settings_.min_bets_per_s <= 0 || cost_us_ <= 0) {
+        return;
+    }
+    // A market settles batch_ bets per (batch_ * cost + pause): the pause may be at most
+    // batch_ / floor - batch_ * cost.
+    const double cap_us =
+        static_cast<double>(batch_) * (1e6 / settings_.min_bets_per_s - cost_us_);
+    if (cap_us <= 0) {
+        // Even back to back the batches are slower than the floor: the largest batches, no
+        // pause (a step's fixed cost weighs least on a large batch).
+        floored_ = floored_ || pause_.count() > 0 || batch_ < settings_.batch_max;
+        pause_ = std::chrono::microseconds(0);
+        batch_ = settings_.batch_max;
+        return;
+    }
+    const auto cap = std::chrono::microseconds(static_cast<std::int64_t>(cap_us));
+    if (pause_ > cap) {
+        pause_ = cap;
+        floored_ = true;
+    }
+}
+
+}  // namespace fulltime::settlement

@@ -1,0 +1,78 @@
+#pragma once
+/// The settlement governor: how fast settlement may go so that placements keep their latency.
+/// Pure logic (no clock, no threads): the settlement coordinator feeds it the engine's own
+/// placement p99 over a sliding window and the time of each batch, and reads back the batch size
+/// and the pause after each batch. See docs/design.md, "Settlement".
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+
+namespace fulltime::settlement {
+
+/// Holds the governor's settings (settlement.placement_p99_budget_ms, .min_bets_per_s,
+/// .placement_window_ms, .batch_bets_max).
+struct governor_settings {
+    std::chrono::microseconds budget{0};  ///< the placement p99 to stay under; 0: governor off
+    std::int64_t batch_max = 500;         ///< the largest batch (settlement.batch_bets_max)
+    std::int64_t batch_min = 25;          ///< the smallest batch it cuts to
+    double min_bets_per_s = 0;            ///< the floor: never slower than this (0: no floor)
+    std::chrono::microseconds window{std::chrono::seconds(1)};  ///< one measurement window
+    std::chrono::microseconds pause_max{std::chrono::seconds(1)};
+    std::chrono::microseconds pause_step{std::chrono::milliseconds(5)};  ///< additive step
+};
+
+/// Decides the batch size and the pause between a market's batches, additive increase and
+/// multiplicative decrease (AIMD, as TCP's congestion window): while the placement p99 is over
+/// the budget, once per window (a decrease needs a whole window to show), the batch is halved
+/// and the pause doubled; while it is within the budget, every period, the pause shrinks by a
+/// step and, once it is zero, the batch grows by a step. The floor caps the pause so that one
+/// market's batches still settle at least min_bets_per_s at the measured cost per bet: a budget
+/// that cannot be met costs backlog age, never a stuck market.
+class governor {
+public:
+    explicit governor(governor_settings settings);
+
+    /// Returns whether the governor steers at all (a budget is set).
+    bool enabled() const noexcept { return settings_.budget.count() > 0; }
+
+    /// Feeds one batch: the bets it looked at and its transaction's time.
+    void on_batch(std::int64_t bets, std::chrono::microseconds elapsed) noexcept;
+
+    /// Feeds one control period ending at `now` (any monotonic clock's time since its epoch):
+    /// the placement p99 over the last window, nullopt when no placement was answered in it.
+    void on_period(std::optional<std::chrono::microseconds> placement_p99,
+                   std::chrono::microseconds now) noexcept;
+
+    /// Returns the batch size for the next step.
+    std::int64_t batch_bets() const noexcept { return batch_; }
+
+    /// Returns the pause after a batch, before the market's next step.
+    std::chrono::microseconds pause() const noexcept { return pause_; }
+
+    /// Returns the measured cost of one bet in a batch (moving average), 0 before any batch.
+    std::chrono::microseconds cost_per_bet() const noexcept;
+
+    /// Returns whether the floor holds the governor back: the budget asked for a longer pause
+    /// (or smaller batch) than the floor allows, since the last period within the budget.
+    bool floored() const noexcept { return floored_; }
+
+    /// Returns the placement p99 of the last period (nullopt: none measured).
+    std::optional<std::chrono::microseconds> last_p99() const noexcept { return last_p99_; }
+
+    /// Returns the settings.
+    const governor_settings& settings() const noexcept { return settings_; }
+
+private:
+    void apply_floor() noexcept;
+
+    governor_settings settings_;
+    std::int64_t batch_ = 0;
+    std::chrono::microseconds pause_{0};
+    double cost_us_ = 0;  ///< moving average of a batch's time per bet
+    std::optional<std::chrono::microseconds> last_decrease_;
+    std::optional<std::chrono::microseconds> last_p99_;
+    bool floored_ = false;
+};
+
+}  // namespace fulltime::settlement

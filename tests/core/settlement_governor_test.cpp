@@ -1,0 +1,171 @@
+// The settlement governor (core/settlement_governor.cpp) driven by a fake placement latency: it
+// slows settlement when the p99 rises over the budget, recovers when it falls, holds the floor
+// under a budget it cannot meet, and does nothing when off. And the fine latency window it reads
+// the p99 from (core/latency_window.cpp).
+
+#include "fulltime/core/latency_window.hpp"
+#include "fulltime/core/settlement_governor.hpp"
+
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <optional>
+
+using namespace std::chrono_literals;
+using fulltime::metrics::latency_window;
+using fulltime::settlement::governor;
+using fulltime::settlement::governor_settings;
+using us = std::chrono::microseconds;
+
+namespace {
+
+governor_settings budget_of(us budget, double floor = 0) {
+    governor_settings s;
+    s.budget = budget;
+    s.batch_max = 500;
+    s.batch_min = 25;
+    s.min_bets_per_s = floor;
+    s.window = 1s;
+    s.pause_max = 1s;
+    s.pause_step = 5ms;
+    return s;
+}
+
+/// Drives `g` for `periods` periods of 100 ms from `start`, with `p99` each time and one batch of
+/// its current size per period costing `cost` per bet. Returns the time after the last period.
+us drive(governor& g, us start, int periods, std::optional<us> p99, us cost = 20us) {
+    us now = start;
+    for (int i = 0; i < periods; ++i) {
+        g.on_batch(g.batch_bets(), cost * g.batch_bets());
+        now += 100ms;
+        g.on_period(p99, now);
+    }
+    return now;
+}
+
+}  // namespace
+
+TEST_CASE("settlement governor: off, it always runs full batches back to back") {
+    governor g(budget_of(0us));
+    CHECK_FALSE(g.enabled());
+    drive(g, 0us, 20, 50ms);
+    CHECK(g.batch_bets() == 500);
+    CHECK(g.pause() == 0us);
+    CHECK_FALSE(g.floored());
+}
+
+TEST_CASE("settlement governor: within the budget it keeps full batches and no pause") {
+    governor g(budget_of(6ms));
+    drive(g, 0us, 30, 4ms);
+    CHECK(g.batch_bets() == 500);
+    CHECK(g.pause() == 0us);
+    drive(g, 3s, 30, std::nullopt);  // no placements at all: nothing to protect
+    CHECK(g.batch_bets() == 500);
+    CHECK(g.pause() == 0us);
+}
+
+TEST_CASE("settlement governor: slows down when placement latency rises, once per window") {
+    governor g(budget_of(6ms));
+    g.on_batch(500, 10ms);
+    g.on_period(9ms, 100ms);  // over: halve the batch, start pausing
+    CHECK(g.batch_bets() == 250);
+    CHECK(g.pause() == 5ms);
+    // Still over during the same window: the window still holds placements from before the
+    // decrease, so nothing more until a whole window has passed.
+    for (int i = 2; i <= 10; ++i) {
+        g.on_period(9ms, us(i * 100'000));
+        CHECK(g.batch_bets() == 250);
+    }
+    g.on_period(9ms, 1100ms);
+    CHECK(g.batch_bets() == 125);
+    CHECK(g.pause() == 10ms);
+    // Over for long: down to the smallest batch and the longest pause, never below or beyond.
+    drive(g, 1100ms, 200, 20ms);
+    CHECK(g.batch_bets() == 25);
+    CHECK(g.pause() == 1s);
+    CHECK_FALSE(g.floored());  // no floor set
+}
+
+TEST_CASE("settlement governor: recovers additively when latency falls") {
+    governor g(budget_of(6ms));
+    auto now = drive(g, 0us, 60, 20ms);  // several windows over
+    const auto slow_batch = g.batch_bets();
+    const auto slow_pause = g.pause();
+    REQUIRE(slow_batch < 500);
+    REQUIRE(slow_pause > 0us);
+    // Back within the budget: the pause shrinks by one step per period before the batch grows.
+    g.on_period(3ms, now + 100ms);
+    CHECK(g.pause() == slow_pause - 5ms);
+    CHECK(g.batch_bets() == slow_batch);
+    now = drive(g, now + 100ms, 1000, 3ms);
+    CHECK(g.pause() == 0us);
+    CHECK(g.batch_bets() == 500);
+}
+
+TEST_CASE("settlement governor: the floor holds under a budget that cannot be met") {
+    // 20 us per bet: back to back, a market settles 50,000 bets/s. Floor 2,000 bets/s: a batch of
+    // b bets may pause at most b / 2000 s - b * 20 us.
+    governor g(budget_of(1ms, 2000));
+    drive(g, 0us, 300, 50ms);  // always over an impossible budget
+    const double rate = static_cast<double>(g.batch_bets()) /
+                        (static_cast<double>(g.batch_bets()) * 20e-6 +
+                         static_cast<double>(g.pause().count()) * 1e-6);
+    CHECK(rate >= doctest::Approx(2000).epsilon(0.01));
+    CHECK(g.floored());
+    CHECK(g.pause() < 1s);
+    CHECK(g.pause() > 0us);
+}
+
+TEST_CASE("settlement governor: a floor above what the database can do takes full batches") {
+    // 1 ms per bet: 1,000 bets/s at most, under a floor of 5,000.
+    governor g(budget_of(1ms, 5000));
+    drive(g, 0us, 50, 50ms, 1ms);
+    CHECK(g.batch_bets() == 500);
+    CHECK(g.pause() == 0us);
+}
+
+TEST_CASE("settlement governor: the cost per bet is a moving average of the batches") {
+    governor g(budget_of(6ms));
+    CHECK(g.cost_per_bet() == 0us);
+    g.on_batch(100, 2ms);
+    CHECK(g.cost_per_bet() == 20us);
+    g.on_batch(100, 12ms);  // 120 us per bet, weighed 0.2
+    CHECK(g.cost_per_bet() == 40us);
+    g.on_batch(0, 5ms);  // an empty step says nothing about the cost
+    CHECK(g.cost_per_bet() == 40us);
+}
+
+TEST_CASE("latency window: buckets are 5 % wide and a quantile reads a window") {
+    for (std::int64_t v : {1, 10, 11, 999, 1000, 1001, 4321, 65'432, 2'000'000}) {
+        const auto i = latency_window::bucket_of(us(v));
+        CAPTURE(v);
+        CHECK(v <= latency_window::upper_bound_us(i));
+        if (i > 0) {
+            CHECK(v > latency_window::upper_bound_us(i - 1));
+            CHECK(latency_window::upper_bound_us(i) <=
+                  latency_window::upper_bound_us(i - 1) * 106 / 100 + 1);
+        }
+    }
+    CHECK(latency_window::bucket_of(100s) == latency_window::bucket_count - 1);
+
+    latency_window w;
+    for (int i = 0; i < 1000; ++i) {
+        w.record(1ms);  // before the window
+    }
+    const auto before = w.read();
+    for (int i = 1; i <= 100; ++i) {
+        w.record(us(i * 100));  // 0.1 .. 10 ms
+    }
+    const auto after = w.read();
+    std::uint64_t n = 0;
+    const auto p99 = latency_window::quantile(before, after, 0.99, &n);
+    CHECK(n == 100);
+    REQUIRE(p99.has_value());
+    CHECK(p99->count() >= 9900);
+    CHECK(p99->count() <= 9900 * 105 / 100 + 1);
+    const auto p50 = latency_window::quantile(before, after, 0.5);
+    REQUIRE(p50.has_value());
+    CHECK(p50->count() >= 5000);
+    CHECK(p50->count() <= 5000 * 105 / 100 + 1);
+    CHECK_FALSE(latency_window::quantile(after, after, 0.99).has_value());
+}
