@@ -90,8 +90,10 @@ void govern(coordinator_actor* self) {
     }
     st.readings.push_back(std::move(current));
     g.on_period(p99, std::chrono::duration_cast<std::chrono::microseconds>(now.time_since_epoch()));
-    st.settings.pacing->batch_bets.store(g.batch_bets(), std::memory_order_relaxed);
-    st.settings.pacing->pause_us.store(g.pause().count(), std::memory_order_relaxed);
+    if (st.settings.pacing) {
+        st.settings.pacing->batch_bets.store(g.batch_bets(), std::memory_order_relaxed);
+        st.settings.pacing->pause_us.store(g.pause().count(), std::memory_order_relaxed);
+    }
     m.governor_placement_p99_us.set(p99 ? p99->count() : -1);
     m.governor_batch_bets.set(g.batch_bets());
     m.governor_pause_us.set(g.pause().count());
@@ -116,10 +118,15 @@ caf::behavior coordinator_behavior(coordinator_actor* self, settlement_actor_set
     auto& m = *self->state.settings.metrics;
     m.governor_batch_bets.set(self->state.settings.governor.batch_max);
     m.governor_placement_p99_us.set(-1);
-    if (self->state.settings.governor.budget.count() > 0 &&
-        self->state.settings.placement_latency != nullptr && self->state.settings.pacing) {
-        self->state.governor.emplace(self->state.settings.governor);
-        m.governor_budget_us.set(self->state.settings.governor.budget.count());
+    // The governor measures whenever this process places bets (its placement p99 and settled
+    // rate are in /metrics either way) and steers only when a budget is set (pacing).
+    if (self->state.settings.placement_latency != nullptr) {
+        auto g = self->state.settings.governor;
+        if (!self->state.settings.pacing) {
+            g.budget = std::chrono::microseconds(0);
+        }
+        self->state.governor.emplace(g);
+        m.governor_budget_us.set(g.budget.count());
         self->send(self, govern_atom::value);
     }
     self->set_exit_handler([self](caf::exit_msg& msg) {
@@ -178,7 +185,7 @@ caf::behavior coordinator_behavior(coordinator_actor* self, settlement_actor_set
                                govern_atom::value);
         },
         [self](batched_atom, std::int64_t bets, std::int64_t elapsed_us) {
-            if (self->state.governor) {
+            if (self->state.governor && self->state.settings.pacing) {
                 self->state.governor->on_batch(bets, std::chrono::microseconds(elapsed_us));
                 self->state.settings.pacing->pause_us.store(self->state.governor->pause().count(),
                                                             std::memory_order_relaxed);

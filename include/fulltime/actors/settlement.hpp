@@ -64,8 +64,9 @@ struct settlement_metrics {
     metrics::gauge& backlog_age_ms;           ///< age of the oldest such event (last scan)
     metrics::latency_histogram step_latency;  ///< one step's transaction, as the engine sees it
     /// The governor (settlement.placement_p99_budget_ms): its budget (0: off), the placement p99
-    /// it measured over the last window (-1: no placement in it), its batch size and pause, the
-    /// bets settled per second over the window, and 1 while the floor holds it back.
+    /// over the last window (-1: no placement in it; measured whenever this process places bets,
+    /// budget or not), its batch size and pause, the bets settled per second over the window, and
+    /// 1 while the floor holds it back.
     metrics::gauge& governor_budget_us;
     metrics::gauge& governor_placement_p99_us;
     metrics::gauge& governor_batch_bets;
