@@ -44,8 +44,7 @@ latency_window::snapshot latency_window::read() const noexcept {
 }
 
 std::optional<std::chrono::microseconds> latency_window::quantile(const snapshot& before,
-                                                                  const snapshot& after,
-                                                                  double q,
+                                                                  const snapshot& after, double q,
                                                                   std::uint64_t* count) {
     std::uint64_t total = 0;
     for (std::size_t i = 0; i < bucket_count; ++i) {
@@ -57,8 +56,8 @@ std::optional<std::chrono::microseconds> latency_window::quantile(const snapshot
     if (total == 0) {
         return std::nullopt;
     }
-    const auto rank =
-        std::max<std::uint64_t>(1, static_cast<std::uint64_t>(std::ceil(q * static_cast<double>(total))));
+    const auto rank = std::max<std::uint64_t>(
+        1, static_cast<std::uint64_t>(std::ceil(q * static_cast<double>(total))));
     std::uint64_t seen = 0;
     for (std::size_t i = 0; i < bucket_count; ++i) {
         seen += after[i] >= before[i] ? after[i] - before[i] : 0;

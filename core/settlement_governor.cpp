@@ -12,7 +12,7 @@ constexpr double cost_weight = 0.2;  ///< weight of a new batch in the cost's mo
 governor::governor(governor_settings settings) : settings_(settings) {
     settings_.batch_max = std::max<std::int64_t>(1, settings_.batch_max);
     settings_.batch_min = std::clamp<std::int64_t>(settings_.batch_min, 1, settings_.batch_max);
-    batch_ = settings_.batch_max;
+    batch_ = static_cast<double>(settings_.batch_max);
 }
 
 void governor::on_batch(std::int64_t bets, std::chrono::microseconds elapsed) noexcept {
@@ -31,8 +31,15 @@ std::chrono::microseconds governor::cost_per_bet() const noexcept {
 void governor::on_period(std::optional<std::chrono::microseconds> placement_p99,
                          std::chrono::microseconds now) noexcept {
     last_p99_ = placement_p99;
+    // The share of a window this period stands for (the first period: none).
+    double slice = 0;
+    if (last_period_ && now > *last_period_ && settings_.window.count() > 0) {
+        slice = std::min(1.0, static_cast<double>((now - *last_period_).count()) /
+                                  static_cast<double>(settings_.window.count()));
+    }
+    last_period_ = now;
     if (!enabled()) {
-        batch_ = settings_.batch_max;
+        batch_ = static_cast<double>(settings_.batch_max);
         pause_ = std::chrono::microseconds(0);
         floored_ = false;
         return;
@@ -42,7 +49,7 @@ void governor::on_period(std::optional<std::chrono::microseconds> placement_p99,
         // One decrease per window: the window measured before the last decrease still holds
         // placements from before it. Between decreases the floor's verdict stands.
         if (!last_decrease_ || now - *last_decrease_ >= settings_.window) {
-            batch_ = std::max(settings_.batch_min, batch_ / 2);
+            batch_ = std::max(static_cast<double>(settings_.batch_min), std::floor(batch_ / 2));
             pause_ = std::min(settings_.pause_max, std::max(settings_.pause_step, pause_ * 2));
             last_decrease_ = now;
             floored_ = false;
@@ -52,10 +59,12 @@ void governor::on_period(std::optional<std::chrono::microseconds> placement_p99,
     }
     floored_ = false;
     if (pause_.count() > 0) {
-        pause_ = std::max(std::chrono::microseconds(0), pause_ - settings_.pause_step);
+        const auto step = std::chrono::microseconds(static_cast<std::int64_t>(
+            std::llround(static_cast<double>(settings_.pause_step.count()) * slice)));
+        pause_ = std::max(std::chrono::microseconds(0), pause_ - step);
     } else {
-        const std::int64_t step = std::max<std::int64_t>(1, settings_.batch_max / 10);
-        batch_ = std::min(settings_.batch_max, batch_ + step);
+        batch_ = std::min(static_cast<double>(settings_.batch_max),
+                          batch_ + static_cast<double>(settings_.batch_max) / 10 * slice);
     }
     apply_floor();
 }
@@ -68,14 +77,14 @@ void governor::apply_floor() noexcept {
     }
     // A market settles batch_ bets per (batch_ * cost + pause): the pause may be at most
     // batch_ / floor - batch_ * cost.
-    const double cap_us =
-        static_cast<double>(batch_) * (1e6 / settings_.min_bets_per_s - cost_us_);
+    const double cap_us = std::floor(batch_) * (1e6 / settings_.min_bets_per_s - cost_us_);
     if (cap_us <= 0) {
         // Even back to back the batches are slower than the floor: the largest batches, no
         // pause (a step's fixed cost weighs least on a large batch).
-        floored_ = floored_ || pause_.count() > 0 || batch_ < settings_.batch_max;
+        floored_ =
+            floored_ || pause_.count() > 0 || batch_ < static_cast<double>(settings_.batch_max);
         pause_ = std::chrono::microseconds(0);
-        batch_ = settings_.batch_max;
+        batch_ = static_cast<double>(settings_.batch_max);
         return;
     }
     const auto cap = std::chrono::microseconds(static_cast<std::int64_t>(cap_us));

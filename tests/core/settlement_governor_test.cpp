@@ -3,8 +3,8 @@
 // under a budget it cannot meet, and does nothing when off. And the fine latency window it reads
 // the p99 from (core/latency_window.cpp).
 
-#include "fulltime/core/latency_window.hpp"
 #include "fulltime/core/settlement_governor.hpp"
+#include "fulltime/core/latency_window.hpp"
 
 #include <doctest/doctest.h>
 
@@ -93,12 +93,17 @@ TEST_CASE("settlement governor: recovers additively when latency falls") {
     const auto slow_pause = g.pause();
     REQUIRE(slow_batch < 500);
     REQUIRE(slow_pause > 0us);
-    // Back within the budget: the pause shrinks by one step per period before the batch grows.
+    // Back within the budget: the pause shrinks by one step (5 ms) per window, a tenth of it per
+    // 100 ms period, before the batch grows by a tenth of 500 per window.
     g.on_period(3ms, now + 100ms);
-    CHECK(g.pause() == slow_pause - 5ms);
+    CHECK(g.pause() == slow_pause - 500us);
     CHECK(g.batch_bets() == slow_batch);
-    now = drive(g, now + 100ms, 1000, 3ms);
+    now = drive(g, now + 100ms, 10 * static_cast<int>(slow_pause / 5ms) - 1, 3ms);
     CHECK(g.pause() == 0us);
+    CHECK(g.batch_bets() == slow_batch);
+    now = drive(g, now, 10, 3ms);  // one window: +50
+    CHECK(g.batch_bets() == slow_batch + 50);
+    now = drive(g, now, 1000, 3ms);
     CHECK(g.batch_bets() == 500);
 }
 
@@ -107,9 +112,9 @@ TEST_CASE("settlement governor: the floor holds under a budget that cannot be me
     // b bets may pause at most b / 2000 s - b * 20 us.
     governor g(budget_of(1ms, 2000));
     drive(g, 0us, 300, 50ms);  // always over an impossible budget
-    const double rate = static_cast<double>(g.batch_bets()) /
-                        (static_cast<double>(g.batch_bets()) * 20e-6 +
-                         static_cast<double>(g.pause().count()) * 1e-6);
+    const double rate =
+        static_cast<double>(g.batch_bets()) / (static_cast<double>(g.batch_bets()) * 20e-6 +
+                                               static_cast<double>(g.pause().count()) * 1e-6);
     CHECK(rate >= doctest::Approx(2000).epsilon(0.01));
     CHECK(g.floored());
     CHECK(g.pause() < 1s);

@@ -19,16 +19,19 @@ struct governor_settings {
     double min_bets_per_s = 0;            ///< the floor: never slower than this (0: no floor)
     std::chrono::microseconds window{std::chrono::seconds(1)};  ///< one measurement window
     std::chrono::microseconds pause_max{std::chrono::seconds(1)};
-    std::chrono::microseconds pause_step{std::chrono::milliseconds(5)};  ///< additive step
+    /// The additive steps, per window: the pause shrinks by pause_step and then the batch grows
+    /// by a tenth of batch_max over each window within the budget (spread over its periods).
+    std::chrono::microseconds pause_step{std::chrono::milliseconds(5)};
 };
 
 /// Decides the batch size and the pause between a market's batches, additive increase and
 /// multiplicative decrease (AIMD, as TCP's congestion window): while the placement p99 is over
 /// the budget, once per window (a decrease needs a whole window to show), the batch is halved
-/// and the pause doubled; while it is within the budget, every period, the pause shrinks by a
-/// step and, once it is zero, the batch grows by a step. The floor caps the pause so that one
-/// market's batches still settle at least min_bets_per_s at the measured cost per bet: a budget
-/// that cannot be met costs backlog age, never a stuck market.
+/// and the pause doubled; while it is within the budget the pause shrinks by one step per window
+/// and, once it is zero, the batch grows by a tenth of its largest size per window, each spread
+/// over the window's periods (the increase is as slow as what shows it). The floor caps the pause
+/// so that one market's batches still settle at least min_bets_per_s at the measured cost per bet:
+/// a budget that cannot be met costs backlog age, never a stuck market.
 class governor {
 public:
     explicit governor(governor_settings settings);
@@ -45,7 +48,7 @@ public:
                    std::chrono::microseconds now) noexcept;
 
     /// Returns the batch size for the next step.
-    std::int64_t batch_bets() const noexcept { return batch_; }
+    std::int64_t batch_bets() const noexcept { return static_cast<std::int64_t>(batch_); }
 
     /// Returns the pause after a batch, before the market's next step.
     std::chrono::microseconds pause() const noexcept { return pause_; }
@@ -67,8 +70,9 @@ private:
     void apply_floor() noexcept;
 
     governor_settings settings_;
-    std::int64_t batch_ = 0;
+    double batch_ = 0;  ///< fractional: additive steps come in slices of a window
     std::chrono::microseconds pause_{0};
+    std::optional<std::chrono::microseconds> last_period_;
     double cost_us_ = 0;  ///< moving average of a batch's time per bet
     std::optional<std::chrono::microseconds> last_decrease_;
     std::optional<std::chrono::microseconds> last_p99_;
