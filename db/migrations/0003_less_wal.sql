@@ -9,3 +9,11 @@
 -- reversal) instead (db/functions/fulltime_settle_plan.sql). Nothing else reads settlement rows
 -- by event.
 DROP INDEX bet_settlements_event_idx;
+
+-- ledger_transfers (bet_id) WHERE bet_id IS NOT NULL: no statement finds a bet's transfers by
+-- bet_id. Settlement takes what it reverses from the settlement rows (the payout in force), the
+-- audit's per-bet invariants aggregate or join the whole ledger (bet_ledger_matches_state) or
+-- probe the reservation by its entry_key (bet_has_one_reservation), and the reconciliation
+-- reads by account and by transfer_id. Every bet's reservation and settlement legs paid its
+-- insert in the WAL.
+DROP INDEX ledger_transfers_bet_idx;
