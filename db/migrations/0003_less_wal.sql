@@ -17,3 +17,13 @@ DROP INDEX bet_settlements_event_idx;
 -- reads by account and by transfer_id. Every bet's reservation and settlement legs paid its
 -- insert in the WAL.
 DROP INDEX ledger_transfers_bet_idx;
+
+-- outbox: one key instead of two. Every reader takes the outbox in (xact_id, outbox_id) order
+-- after a cursor (db/push_statements.cpp, docs/schema.md "Outbox"), through outbox_xact_idx;
+-- nothing reads by outbox_id alone. The primary key becomes (xact_id, outbox_id) and the
+-- separate index on it goes: the cursor's order keeps its unique index (and a replica identity
+-- for a purge), and every outbox row (one per placed bet, one per settled bet) pays one index
+-- insert in the WAL instead of two.
+ALTER TABLE outbox DROP CONSTRAINT outbox_pkey;
+DROP INDEX outbox_xact_idx;
+ALTER TABLE outbox ADD CONSTRAINT outbox_pkey PRIMARY KEY (xact_id, outbox_id);
