@@ -1,10 +1,13 @@
 -- Part of fulltime_settle_step (fulltime_settle_step.sql explains the step and its parts): the
 -- writes of one batch but the balance rows, in one statement. From fulltime_settle_plan's batch
 -- it writes the settlement rows, the keyed ledger transfers and the outbox rows, and returns
--- what the transfers it actually wrote change on each account, for fulltime_settle_balances.
--- Exactly once: a settlement row or transfer that exists already conflicts and is skipped (ON
--- CONFLICT DO NOTHING), and only what this statement wrote reaches the outbox and the deltas,
--- so a batch run again changes nothing.
+-- what the transfers it wrote change on each account, for fulltime_settle_balances.
+-- Exactly once: the plan leaves out every bet this event already handled (its step holds the
+-- market's progress row, so nothing else writes these bets' rows meanwhile), and the keys stay
+-- unique: the settlement rows' (bet_id, version, reversal) and the transfers' entry_key. The
+-- inserts are plain, not ON CONFLICT DO NOTHING: a duplicate would be an error that rolls the
+-- whole step back (nothing moves twice, and the market's steps fail loudly), and a plain insert
+-- spares each row the confirmation record in the WAL that a speculative insert writes (issue 11).
 --
 -- Ledger legs (entry_key bet:<bet>:v<version>:<kind>:<leg>):
 --   settle   stake  reserved -> house      S        payout  house -> available   P (if P > 0)
@@ -42,7 +45,6 @@ BEGIN
         SELECT r.bet_id, r.version, r.kind, r.outcome, r.payout, p_event_id
         FROM planned r
         ORDER BY r.bet_id, r.step
-        ON CONFLICT DO NOTHING
         RETURNING bet_id, version, kind, outcome, payout
     ),
     legs AS (
@@ -89,7 +91,6 @@ BEGIN
                l.amount, l.bet_id, p_event_id
         FROM legs l
         ORDER BY l.entry_key
-        ON CONFLICT DO NOTHING
         RETURNING debit_side, debit_account_id, credit_side, credit_account_id, amount
     ),
     ins_outbox AS (
@@ -131,5 +132,5 @@ $$;
 
 COMMENT ON FUNCTION fulltime_settle_legs IS
     'Part of fulltime_settle_step: one batch''s settlement rows, ledger transfers and outbox rows '
-    'in one statement, exactly once; returns the per-account balance deltas of the transfers '
-    'it wrote, in ascending account order.';
+    'in one statement (plain inserts: a duplicate key fails the step); returns the per-account '
+    'balance deltas of the transfers it wrote, in ascending account order.';
