@@ -15,7 +15,6 @@
 --   cancel   refund reserved -> available  S
 --   uncancel refund available -> reserved  S
 CREATE OR REPLACE FUNCTION fulltime_settle_legs(
-    p_market_id   bigint,
     p_event_id    bigint,
     p_batch       fulltime_settle_bet[],
     OUT effects   integer,    -- settlement rows written
@@ -98,10 +97,12 @@ BEGIN
         SELECT CASE WHEN s.kind IN ('settle', 'cancel') THEN 'bet_settled'
                     ELSE 'bet_unsettled' END,
                p.account_id,
+               -- What the push (docs/protocol.md, "Pushed") and a reader of the outbox need:
+               -- the bet, the version, the kind and its outcome and payout. The bet's market,
+               -- currency and result event are in bets and bet_settlements; copying them into
+               -- every row cost each settled bet 76 bytes of WAL (issue 11).
                jsonb_build_object('bet_id', s.bet_id, 'version', s.version, 'kind', s.kind,
-                                  'outcome', s.outcome, 'payout', s.payout,
-                                  'currency', p.currency, 'market_id', p_market_id,
-                                  'result_event_id', p_event_id)
+                                  'outcome', s.outcome, 'payout', s.payout)
         FROM ins_settlements s JOIN plan p ON p.bet_id = s.bet_id
         -- A reversal followed by a new effect is announced once, by the new effect.
         WHERE s.kind IN ('settle', 'cancel') OR p.new_kind IS NULL

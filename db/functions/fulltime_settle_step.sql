@@ -138,7 +138,7 @@ BEGIN
 
     SELECT l.effects, l.accounts, l.available, l.reserved
     INTO effects, v_accounts, v_available, v_reserved
-    FROM fulltime_settle_legs(p_market_id, v_event.result_event_id, v_batch) l;
+    FROM fulltime_settle_legs(v_event.result_event_id, v_batch) l;
     -- Last: the balance rows, the locks shared with placement.
     PERFORM fulltime_settle_balances(v_event.result_event_id, v_last_bet, v_accounts,
                                      v_available, v_reserved);

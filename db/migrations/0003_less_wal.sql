@@ -27,3 +27,7 @@ DROP INDEX ledger_transfers_bet_idx;
 ALTER TABLE outbox DROP CONSTRAINT outbox_pkey;
 DROP INDEX outbox_xact_idx;
 ALTER TABLE outbox ADD CONSTRAINT outbox_pkey PRIMARY KEY (xact_id, outbox_id);
+
+-- fulltime_settle_legs loses its market argument (its outbox rows no longer copy the market,
+-- the currency and the event into each payload); its file creates the new signature.
+DROP FUNCTION IF EXISTS fulltime_settle_legs(bigint, bigint, fulltime_settle_bet[]);
