@@ -9,11 +9,13 @@
 -- whole step back (nothing moves twice, and the market's steps fail loudly), and a plain insert
 -- spares each row the confirmation record in the WAL that a speculative insert writes (issue 11).
 --
--- Ledger legs (entry_key bet:<bet>:v<version>:<kind>:<leg>):
---   settle   stake  reserved -> house      S        payout  house -> available   P (if P > 0)
---   reverse  stake  house -> reserved      S        payout  available -> house   P (if P > 0)
---   cancel   refund reserved -> available  S
---   uncancel refund available -> reserved  S
+-- Ledger legs (entry_key bet:<bet>:v<version>:<code>, the code = the kind's and the leg's
+-- initials; until 0003_less_wal.sql the two words, bet:<bet>:v<version>:<kind>:<leg>, whose 10
+-- more bytes in the heap and in the unique index cost each settled bet 66 bytes of WAL):
+--   settle   stake  ss  reserved -> house      S     payout  sp  house -> available  P (if P > 0)
+--   reverse  stake  rs  house -> reserved      S     payout  rp  available -> house  P (if P > 0)
+--   cancel   refund cr  reserved -> available  S
+--   uncancel refund ur  available -> reserved  S
 CREATE OR REPLACE FUNCTION fulltime_settle_legs(
     p_event_id    bigint,
     p_batch       fulltime_settle_bet[],
@@ -49,32 +51,32 @@ BEGIN
     legs AS (
         -- key suffix, debit side, credit side, amount (account sides name the bet's account)
         SELECT p.bet_id, p.account_id, p.currency,
-               'bet:' || p.bet_id || ':v' || p.cur_version || ':reverse:stake' AS entry_key,
+               'bet:' || p.bet_id || ':v' || p.cur_version || ':rs' AS entry_key,
                'house' AS debit_side, 'reserved' AS credit_side, p.stake AS amount
         FROM plan p WHERE p.rev AND p.cur_kind = 'settle'
         UNION ALL
         SELECT p.bet_id, p.account_id, p.currency,
-               'bet:' || p.bet_id || ':v' || p.cur_version || ':reverse:payout',
+               'bet:' || p.bet_id || ':v' || p.cur_version || ':rp',
                'available', 'house', p.cur_payout
         FROM plan p WHERE p.rev AND p.cur_kind = 'settle' AND p.cur_payout > 0
         UNION ALL
         SELECT p.bet_id, p.account_id, p.currency,
-               'bet:' || p.bet_id || ':v' || p.cur_version || ':uncancel:refund',
+               'bet:' || p.bet_id || ':v' || p.cur_version || ':ur',
                'available', 'reserved', p.stake
         FROM plan p WHERE p.rev AND p.cur_kind = 'cancel'
         UNION ALL
         SELECT p.bet_id, p.account_id, p.currency,
-               'bet:' || p.bet_id || ':v' || p.new_version || ':settle:stake',
+               'bet:' || p.bet_id || ':v' || p.new_version || ':ss',
                'reserved', 'house', p.stake
         FROM plan p WHERE p.new_kind = 'settle'
         UNION ALL
         SELECT p.bet_id, p.account_id, p.currency,
-               'bet:' || p.bet_id || ':v' || p.new_version || ':settle:payout',
+               'bet:' || p.bet_id || ':v' || p.new_version || ':sp',
                'house', 'available', p.new_payout
         FROM plan p WHERE p.new_kind = 'settle' AND p.new_payout > 0
         UNION ALL
         SELECT p.bet_id, p.account_id, p.currency,
-               'bet:' || p.bet_id || ':v' || p.new_version || ':cancel:refund',
+               'bet:' || p.bet_id || ':v' || p.new_version || ':cr',
                'reserved', 'available', p.stake
         FROM plan p WHERE p.new_kind = 'cancel'
     ),

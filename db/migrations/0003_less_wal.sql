@@ -31,3 +31,13 @@ ALTER TABLE outbox ADD CONSTRAINT outbox_pkey PRIMARY KEY (xact_id, outbox_id);
 -- fulltime_settle_legs loses its market argument (its outbox rows no longer copy the market,
 -- the currency and the event into each payload); its file creates the new signature.
 DROP FUNCTION IF EXISTS fulltime_settle_legs(bigint, bigint, fulltime_settle_bet[]);
+
+-- Settlement legs' entry keys are shorter from now on (db/functions/fulltime_settle_legs.sql):
+-- bet:<bet>:v<version>:<code>, the code being the initials of the kind and the leg.
+COMMENT ON COLUMN ledger_transfers.entry_key IS
+    'Exactly-once key: bet:<bet_id>:reserve; settlement legs bet:<bet_id>:v<version>:<code>, '
+    'code ss | sp (settle: stake, payout), rs | rp (reverse: stake, payout), cr (cancel: '
+    'refund), ur (uncancel: refund), written as bet:<bet_id>:v<version>:<kind>:<leg> before '
+    'migration 0003; advance:<event>:<account>:<last bet>, repay:<event>:<account>:<last bet>, '
+    'deposit:<account_id>:<key>, withdrawal:<account_id>:<key>. A retried effect conflicts here '
+    'instead of moving money twice.';
