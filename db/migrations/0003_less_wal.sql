@@ -1,8 +1,9 @@
 -- Less WAL per settled bet (issue 11; docs/benchmarks.md, "WAL per settled bet"). Every index on
 -- a table that settlement appends to costs each settled bet one index insert record in the WAL,
 -- and every placement commit waits behind that WAL. This migration drops the indexes on the
--- append-only tables that no query of the engine, the reconciliation or the audit reads through;
--- docs/schema.md names the queries that touch each table and what serves them.
+-- append-only tables that no query of the engine, the reconciliation or the audit reads through
+-- (docs/schema.md names the queries that touch each table and what serves them), drops the old
+-- signature of fulltime_settle_legs, and records the shorter settlement entry keys.
 
 -- bet_settlements (result_event_id, bet_id): served only the batch's "already handled by this
 -- event" probe, which now reads the bet's newest row through the primary key (bet_id, version,
