@@ -22,6 +22,11 @@ namespace {
 constexpr std::size_t socket_dir_bytes_max = 90;
 constexpr const char* database_name = "fulltime";
 constexpr const char* superuser_name = "fulltime";
+// The private cluster's WAL settings (docs/config.md, "WAL settings"): full-page images
+// compressed with lz4, and checkpoints spaced further apart than PostgreSQL's defaults (5 min,
+// 1 GB), so that fewer page writes after a checkpoint carry a whole page.
+constexpr const char* wal_options =
+    " -c wal_compression=lz4 -c checkpoint_timeout=15min -c max_wal_size=2GB";
 
 [[noreturn]] void fail(const std::string& what) {
     throw std::runtime_error("embedded PostgreSQL: " + what);
@@ -167,7 +172,7 @@ embedded_cluster embedded_cluster::start(const config& cfg) {
         run_checked({c.bin_dir_ + "/pg_ctl", "-D", c.data_dir_, "-l", server_log, "-w", "-t",
                      std::to_string(timeout_s), "start", "-o",
                      "-c listen_addresses='' -c unix_socket_directories='" + socket_dir +
-                         "' -c unix_socket_permissions=0700"},
+                         "' -c unix_socket_permissions=0700" + wal_options},
                     log_dir + "/pg_ctl.log", c.owner_, "pg_ctl start");
         log::info("private PostgreSQL cluster started (socket in " + socket_dir + ")");
     }

@@ -53,7 +53,7 @@ BEGIN
     st AS MATERIALIZED (
         SELECT b.*, cur.version AS cur_version, cur.kind AS cur_kind, cur.payout AS cur_payout,
                coalesce(cur.in_force, false) AS in_force,
-               (done.bet_id IS NOT NULL) AS handled,
+               coalesce(done.handled, false) AS handled,
                (p_event_kind IN ('result', 'rollback_result')
                 OR ((p_from IS NULL OR b.placed_at >= p_from)
                     AND (p_to IS NULL OR b.placed_at < p_to))) AS in_scope
@@ -68,10 +68,17 @@ BEGIN
             ORDER BY e.version DESC
             LIMIT 1) cur ON true
         -- A LATERAL probe with LIMIT, not EXISTS: EXISTS was planned as a hashed subplan over
-        -- every settlement row of the event so far, which grew with each batch.
+        -- every settlement row of the event so far, which grew with each batch. It reads the
+        -- bet's newest row, one backward step on the primary key (bet_id, version, reversal):
+        -- the event being applied is the market's newest (events apply in seq order, one step
+        -- at a time under the progress row's lock), so a row it wrote for the bet (a reversal
+        -- of version v, an effect v + 1) is above every older row of the bet, and the bet has
+        -- a row of this event exactly when its newest row is one. No index on the event is
+        -- kept for the probe: every settled bet would pay its insert in the WAL (issue 11).
         LEFT JOIN LATERAL (
-            SELECT x.bet_id FROM bet_settlements x
-            WHERE x.result_event_id = p_event_id AND x.bet_id = b.bet_id
+            SELECT x.result_event_id = p_event_id AS handled FROM bet_settlements x
+            WHERE x.bet_id = b.bet_id
+            ORDER BY x.version DESC, x.reversal DESC
             LIMIT 1) done ON true
     ),
     -- The plan per bet: reverse the effect in force (or not), then a new effect (or none).

@@ -23,8 +23,9 @@
 --
 -- Exactly once: the progress row is locked first, so two workers on one market run one after the
 -- other, and nothing else writes a market's settlement rows; a bet that already has a settlement
--- row of this event is skipped, and ledger entry keys (bet, version, kind, leg) are unique, so
--- running a batch again changes nothing. That lock is also why the plan may be read in a
+-- row of this event is skipped, so running a batch again changes nothing; and the keys of the
+-- settlement rows (bet, version, reversal) and of the ledger entries (bet, version, kind, leg) are
+-- unique, so a duplicate could only fail the step, never move money twice. That lock is also why the plan may be read in a
 -- statement of its own, before the statement that writes it: no other transaction can change
 -- what the plan read about these bets in between.
 CREATE OR REPLACE FUNCTION fulltime_settle_step(
@@ -137,7 +138,7 @@ BEGIN
 
     SELECT l.effects, l.accounts, l.available, l.reserved
     INTO effects, v_accounts, v_available, v_reserved
-    FROM fulltime_settle_legs(p_market_id, v_event.result_event_id, v_batch) l;
+    FROM fulltime_settle_legs(v_event.result_event_id, v_batch) l;
     -- Last: the balance rows, the locks shared with placement.
     PERFORM fulltime_settle_balances(v_event.result_event_id, v_last_bet, v_accounts,
                                      v_available, v_reserved);

@@ -239,7 +239,7 @@ class SettlementTest(EngineTestCase):
         self.assertEqual(self.sql("SELECT count(*) FROM bet_settlements WHERE outcome = 'won' "
                                   "AND payout = 250")[0][0], bets // 2)
         self.assertEqual(self.sql("SELECT count(*) FROM ledger_transfers WHERE entry_key LIKE "
-                                  "'bet:%%:v1:settle:%%'")[0][0], bets + bets // 2)
+                                  "'bet:%%:v1:s_'")[0][0], bets + bets // 2)
         assert_money_invariants(self, self.db_url)
 
 

@@ -352,7 +352,7 @@ TEST_CASE("void-overdue after a cancel, and a void that finds its bets gone when
     }
     // Each stake came back once: 7 reservations, 7 refunds on the market.
     CHECK(e.scalar("SELECT count(*) FROM ledger_transfers t JOIN bets b USING (bet_id) WHERE "
-                   "b.market_id = 2 AND t.entry_key LIKE '%:cancel:refund'") == 7);
+                   "b.market_id = 2 AND t.entry_key LIKE '%:cr'") == 7);
     e.check_money_invariants();
 }
 
