@@ -119,12 +119,10 @@ caf::behavior coordinator_behavior(coordinator_actor* self, settlement_actor_set
     m.governor_batch_bets.set(self->state.settings.governor.batch_max);
     m.governor_placement_p99_us.set(-1);
     // The governor measures whenever this process places bets (its placement p99 and settled
-    // rate are in /metrics either way) and steers only when a budget is set (pacing).
+    // rate are in /metrics either way) and steers only when a budget is set (the service then
+    // made the pacing its decisions go to).
     if (self->state.settings.placement_latency != nullptr) {
-        auto g = self->state.settings.governor;
-        if (!self->state.settings.pacing) {
-            g.budget = std::chrono::microseconds(0);
-        }
+        const auto& g = self->state.settings.governor;
         self->state.governor.emplace(g);
         m.governor_budget_us.set(g.budget.count());
         self->send(self, govern_atom::value);

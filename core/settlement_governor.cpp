@@ -30,7 +30,6 @@ std::chrono::microseconds governor::cost_per_bet() const noexcept {
 
 void governor::on_period(std::optional<std::chrono::microseconds> placement_p99,
                          std::chrono::microseconds now) noexcept {
-    last_p99_ = placement_p99;
     // The share of a window this period stands for (the first period: none).
     double slice = 0;
     if (last_period_ && now > *last_period_ && settings_.window.count() > 0) {

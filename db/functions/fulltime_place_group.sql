@@ -90,7 +90,8 @@
 --     locked in (f) (a row this transaction inserted or locked cannot move until it ends). A join
 --     on ctid alone has no index to merge along and a hash join would need the seq scan that is
 --     off, so such an UPDATE is a nested loop of TID probes whatever the table's size is thought
---     to be. Each checks that it updated every row it meant to.
+--     to be. Each counts the rows it updated against the rows it meant to (RETURNING, in the
+--     same statement) and raises XX000 if they differ.
 -- tests/db/placement_group_pgtest.cpp places groups on freshly vacuumed empty tables and requires
 -- no sequential scan of the tables that grow.
 
@@ -158,14 +159,12 @@ DECLARE
     v_acc_tid      tid[];      -- where each balance row was locked
     v_acc_available bigint[];
     v_acc_reserved bigint[];
-    v_acc_reserved_before bigint[];  -- as locked: an account whose reserved moved is updated
     v_any_placed   boolean := false;
     v_pref         integer;
     v_other        integer;
     v_numeric      numeric;
     i              integer;
     j              integer;
-    k              integer;
 BEGIN
     IF n = 0 THEN
         RETURN;
@@ -368,7 +367,6 @@ BEGIN
               WHERE x.account_id = ANY (v_lock_accounts)
               ORDER BY x.account_id
               FOR NO KEY UPDATE OF x) b;
-        v_acc_reserved_before := v_acc_reserved;
 
         FOR i IN 1 .. n LOOP
             CONTINUE WHEN NOT v_candidate[i];
@@ -424,16 +422,16 @@ BEGIN
     -- The preferred shards: each by the sum of its placed items' liabilities, at the ctid (e)
     -- locked it at (a fallback never updates a preferred row: it picks another shard).
     IF v_any_placed AND 0 < ANY (v_ex_delta) THEN
-        UPDATE market_exposure e SET liability = e.liability + u.delta
-        FROM unnest(v_ex_tid, v_ex_delta) AS u(tid, delta)
-        WHERE e.ctid = u.tid AND u.delta <> 0;
-        GET DIAGNOSTICS i = ROW_COUNT;
-        j := 0;
-        FOR k IN 1 .. cardinality(v_ex_delta) LOOP
-            IF v_ex_delta[k] <> 0 THEN
-                j := j + 1;
-            END IF;
-        END LOOP;
+        WITH d AS (
+            SELECT x.tid, x.delta FROM unnest(v_ex_tid, v_ex_delta) AS x(tid, delta)
+            WHERE x.delta <> 0
+        ),
+        done AS (
+            UPDATE market_exposure e SET liability = e.liability + d.delta
+            FROM d WHERE e.ctid = d.tid
+            RETURNING 1
+        )
+        SELECT (SELECT count(*) FROM done), (SELECT count(*) FROM d) INTO i, j;
         IF i <> j THEN
             RAISE EXCEPTION 'fulltime_place_group: % exposure rows updated, not every locked one',
                             i
@@ -464,23 +462,22 @@ BEGIN
 
         -- The balances: each account once, by the sum of its placed stakes, at the ctid where
         -- (f) locked its row.
-        UPDATE accounts a
-        SET available = a.available - d.stake, reserved = a.reserved + d.stake
-        FROM (SELECT l.tid, l.account_id, s.stake
-              FROM (SELECT x.account_id, sum(x.stake)::bigint AS stake
-                    FROM unnest(p_accounts, p_stakes, v_candidate) AS x(account_id, stake, placed)
-                    WHERE x.placed
-                    GROUP BY x.account_id) s
-              JOIN unnest(v_acc_id, v_acc_tid) AS l(account_id, tid)
-                ON l.account_id = s.account_id) d
-        WHERE a.ctid = d.tid;
-        GET DIAGNOSTICS i = ROW_COUNT;
-        j := 0;
-        FOR k IN 1 .. cardinality(v_acc_id) LOOP
-            IF v_acc_reserved_before[k] <> v_acc_reserved[k] THEN
-                j := j + 1;
-            END IF;
-        END LOOP;
+        WITH d AS (
+            SELECT l.tid, s.stake
+            FROM (SELECT x.account_id, sum(x.stake)::bigint AS stake
+                  FROM unnest(p_accounts, p_stakes, v_candidate) AS x(account_id, stake, placed)
+                  WHERE x.placed
+                  GROUP BY x.account_id) s
+            JOIN unnest(v_acc_id, v_acc_tid) AS l(account_id, tid)
+              ON l.account_id = s.account_id
+        ),
+        done AS (
+            UPDATE accounts a
+            SET available = a.available - d.stake, reserved = a.reserved + d.stake
+            FROM d WHERE a.ctid = d.tid
+            RETURNING 1
+        )
+        SELECT (SELECT count(*) FROM done), (SELECT count(*) FROM d) INTO i, j;
         IF i <> j THEN
             RAISE EXCEPTION 'fulltime_place_group: % balance rows updated, not every locked one', i
                 USING ERRCODE = 'XX000';
@@ -511,18 +508,18 @@ BEGIN
 
     -- At the ctid (b) inserted each key at: this transaction's own rows, which nothing else can
     -- have moved.
-    UPDATE idempotency_keys k SET response = u.response, bet_id = u.bet_id
-    FROM unnest(v_key_tid, p_accounts, p_keys, v_response, v_bet_id, v_new, v_first)
-         WITH ORDINALITY
-         AS u(tid, account_id, idempotency_key, response, bet_id, is_new, first_ord, ord)
-    WHERE u.is_new AND u.first_ord = u.ord AND k.ctid = u.tid;
-    GET DIAGNOSTICS i = ROW_COUNT;
-    j := 0;
-    FOR k IN 1 .. n LOOP
-        IF v_new[k] AND v_first[k] = k THEN
-            j := j + 1;
-        END IF;
-    END LOOP;
+    WITH d AS (
+        SELECT u.tid, u.response, u.bet_id
+        FROM unnest(v_key_tid, v_response, v_bet_id, v_new, v_first) WITH ORDINALITY
+             AS u(tid, response, bet_id, is_new, first_ord, ord)
+        WHERE u.is_new AND u.first_ord = u.ord
+    ),
+    done AS (
+        UPDATE idempotency_keys x SET response = d.response, bet_id = d.bet_id
+        FROM d WHERE x.ctid = d.tid
+        RETURNING 1
+    )
+    SELECT (SELECT count(*) FROM done), (SELECT count(*) FROM d) INTO i, j;
     IF i <> j THEN
         RAISE EXCEPTION 'fulltime_place_group: % keys stored, not every claimed one', i
             USING ERRCODE = 'XX000';

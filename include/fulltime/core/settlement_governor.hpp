@@ -60,9 +60,6 @@ public:
     /// (or smaller batch) than the floor allows, since the last period within the budget.
     bool floored() const noexcept { return floored_; }
 
-    /// Returns the placement p99 of the last period (nullopt: none measured).
-    std::optional<std::chrono::microseconds> last_p99() const noexcept { return last_p99_; }
-
     /// Returns the settings.
     const governor_settings& settings() const noexcept { return settings_; }
 
@@ -75,7 +72,6 @@ private:
     std::optional<std::chrono::microseconds> last_period_;
     double cost_us_ = 0;  ///< moving average of a batch's time per bet
     std::optional<std::chrono::microseconds> last_decrease_;
-    std::optional<std::chrono::microseconds> last_p99_;
     bool floored_ = false;
 };
 
