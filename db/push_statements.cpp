@@ -13,12 +13,13 @@ namespace {
 constexpr const char* start_sql = "SELECT pg_snapshot_xmin(pg_current_snapshot())::text";
 
 // Rows after the cursor written by transactions that have all finished (xact_id below the
-// snapshot's xmin), so no row can later appear behind the cursor. Only bet_settled rows are
-// pushed, so only theirs carry a payload: every placement writes a bet_placed row, and
-// converting and sending each one's payload only for the loop to skip it cost per bet.
+// snapshot's xmin), so no row can later appear behind the cursor. Only settlement_batch rows
+// (and bet_settled rows written before migration 0004) are pushed, so only theirs carry a
+// payload: every placement writes a bet_placed row, and converting and sending each one's
+// payload only for the loop to skip it cost per bet.
 constexpr const char* read_sql =
     "SELECT o.xact_id::text, o.outbox_id, o.topic, o.account_id, "
-    "CASE WHEN o.topic = 'bet_settled' THEN o.payload::text END "
+    "CASE WHEN o.topic IN ('settlement_batch', 'bet_settled') THEN o.payload::text END "
     "FROM outbox o "
     "WHERE (o.xact_id, o.outbox_id) > ($1::xid8, $2::bigint) "
     "  AND o.xact_id < pg_snapshot_xmin(pg_current_snapshot()) "

@@ -30,7 +30,69 @@ namespace {
 
 constexpr std::chrono::milliseconds stop_poll{100};
 
+/// Reads one settlement entry: a settle or a cancel with every field, else nullopt.
+std::optional<announced_settlement> read_entry(const json& entry,
+                                               std::optional<std::int64_t> account_id) {
+    if (!entry.is_object()) {
+        return std::nullopt;
+    }
+    const auto kind = entry.find("kind");
+    if (kind != entry.end() && (!kind->is_string() || (*kind != "settle" && *kind != "cancel"))) {
+        return std::nullopt;
+    }
+    if (!account_id) {
+        const auto account = entry.find("account_id");
+        if (account == entry.end() || !account->is_number_integer()) {
+            return std::nullopt;
+        }
+        account_id = account->get<std::int64_t>();
+    }
+    const auto bet = entry.find("bet_id");
+    const auto version = entry.find("version");
+    const auto outcome = entry.find("outcome");
+    const auto payout = entry.find("payout");
+    if (bet == entry.end() || !bet->is_number_integer() || version == entry.end() ||
+        !version->is_number_integer() || outcome == entry.end() || !outcome->is_string() ||
+        payout == entry.end() || !payout->is_number_integer()) {
+        return std::nullopt;
+    }
+    return announced_settlement{*account_id, bet->get<std::int64_t>(), version->get<std::int64_t>(),
+                                outcome->get<std::string>(), payout->get<std::int64_t>()};
+}
+
 }  // namespace
+
+std::vector<announced_settlement> announced_settlements(std::string_view topic,
+                                                        std::optional<std::int64_t> account_id,
+                                                        std::string_view payload) {
+    std::vector<announced_settlement> out;
+    if (topic != "settlement_batch" && topic != "bet_settled") {
+        return out;
+    }
+    const auto p = json::parse(payload, nullptr, false);
+    if (p.is_discarded()) {
+        return out;
+    }
+    if (topic == "bet_settled") {
+        if (account_id) {
+            if (auto one = read_entry(p, account_id)) {
+                out.push_back(std::move(*one));
+            }
+        }
+        return out;
+    }
+    const auto entries = p.find("settlements");
+    if (!p.is_object() || entries == p.end() || !entries->is_array()) {
+        return out;
+    }
+    out.reserve(entries->size());
+    for (const auto& entry : *entries) {
+        if (auto one = read_entry(entry, std::nullopt)) {
+            out.push_back(std::move(*one));
+        }
+    }
+    return out;
+}
 
 asio::awaitable<void> run_settlement_pushes(db::pool& pool, connection_registry& sessions,
                                             metrics::registry& registry,
@@ -66,29 +128,26 @@ asio::awaitable<void> run_settlement_pushes(db::pool& pool, connection_registry&
                     log::warn("pushes: " + db::describe(page.error()));
                     break;
                 }
-                // Pushes are only for bet_settled; the cursor moves over every row read.
+                // Pushes are only for settles and cancels; the cursor moves over every row read.
                 for (const auto& row : page->rows) {
                     cursor_xact = row.xact_id;
                     cursor_id = row.outbox_id;
                     read.inc();
-                    if (!row.topic || *row.topic != "bet_settled" || !row.account_id ||
-                        !row.payload) {
+                    if (!row.topic || !row.payload) {
                         continue;
                     }
-                    if (sessions.sessions(*row.account_id) == 0) {
-                        continue;
+                    for (auto& s :
+                         announced_settlements(*row.topic, row.account_id, *row.payload)) {
+                        if (sessions.sessions(s.account_id) == 0) {
+                            continue;
+                        }
+                        json message = {{"type", "bet_settled"},
+                                        {"bet_id", s.bet_id},
+                                        {"version", s.version},
+                                        {"outcome", std::move(s.outcome)},
+                                        {"payout", money::format_amount(s.payout)}};
+                        pushed.inc(sessions.push(s.account_id, message));
                     }
-                    auto p = json::parse(*row.payload, nullptr, false);
-                    if (p.is_discarded() || !p.contains("payout") || !p["payout"].is_number()) {
-                        continue;
-                    }
-                    json message = {
-                        {"type", "bet_settled"},
-                        {"bet_id", p.value("bet_id", std::int64_t{0})},
-                        {"version", p.value("version", 0)},
-                        {"outcome", p.value("outcome", std::string())},
-                        {"payout", money::format_amount(p["payout"].get<std::int64_t>())}};
-                    pushed.inc(sessions.push(*row.account_id, message));
                 }
                 full = page->full;
             }

@@ -1,7 +1,7 @@
 -- Part of fulltime_settle_step (fulltime_settle_step.sql explains the step and its parts): the
 -- writes of one batch but the balance rows, in one statement. From fulltime_settle_plan's batch
--- it writes the settlement rows, the keyed ledger transfers and the outbox rows, and returns
--- what the transfers it wrote change on each account, for fulltime_settle_balances.
+-- it writes the settlement rows, the keyed ledger transfers and the batch's one outbox row, and
+-- returns what the transfers it wrote change on each account, for fulltime_settle_balances.
 -- Exactly once: the plan leaves out every bet this event already handled (its step holds the
 -- market's progress row, so nothing else writes these bets' rows meanwhile), and the keys stay
 -- unique: the settlement rows' (bet_id, version, reversal) and the transfers' entry_key. The
@@ -20,7 +20,7 @@ CREATE OR REPLACE FUNCTION fulltime_settle_legs(
     p_event_id    bigint,
     p_batch       fulltime_settle_bet[],
     OUT effects   integer,    -- settlement rows written
-    OUT pushed    integer,    -- outbox rows written
+    OUT pushed    integer,    -- settlements announced in the batch's outbox row
     OUT accounts  bigint[],   -- the accounts the written transfers touch, ascending ...
     OUT available bigint[],   -- ... what they add to each one's available ...
     OUT reserved  bigint[])   -- ... and to its reserved
@@ -94,20 +94,28 @@ BEGIN
         ORDER BY l.entry_key
         RETURNING debit_side, debit_account_id, credit_side, credit_account_id, amount
     ),
-    ins_outbox AS (
-        INSERT INTO outbox (topic, account_id, payload)
-        SELECT CASE WHEN s.kind IN ('settle', 'cancel') THEN 'bet_settled'
-                    ELSE 'bet_unsettled' END,
-               p.account_id,
-               -- What the push (docs/protocol.md, "Pushed") and a reader of the outbox need:
-               -- the bet, the version, the kind and its outcome and payout. The bet's market,
-               -- currency and result event are in bets and bet_settlements; copying them into
-               -- every row cost each settled bet 76 bytes of WAL (issue 11).
-               jsonb_build_object('bet_id', s.bet_id, 'version', s.version, 'kind', s.kind,
-                                  'outcome', s.outcome, 'payout', s.payout)
-        FROM ins_settlements s JOIN plan p ON p.bet_id = s.bet_id
+    announced AS (
         -- A reversal followed by a new effect is announced once, by the new effect.
+        SELECT p.account_id, s.bet_id, s.version, s.kind, s.outcome, s.payout
+        FROM ins_settlements s JOIN plan p ON p.bet_id = s.bet_id
         WHERE s.kind IN ('settle', 'cancel') OR p.new_kind IS NULL
+    ),
+    ins_outbox AS (
+        -- One row for the whole batch (0004_settlement_outbox_batches.sql): one row per bet
+        -- cost each settled bet about 300 bytes of WAL, the list compressed in TOAST about 10.
+        -- Each entry holds what the push (docs/protocol.md, "Pushed") and a reader of the
+        -- outbox need: the account, the bet, the version, the kind and its outcome and payout.
+        -- The bet's market and currency are in bets; the event is the row's.
+        INSERT INTO outbox (topic, account_id, payload)
+        SELECT 'settlement_batch', NULL,
+               jsonb_build_object(
+                   'result_event_id', p_event_id,
+                   'settlements', jsonb_agg(jsonb_build_object(
+                       'account_id', a.account_id, 'bet_id', a.bet_id, 'version', a.version,
+                       'kind', a.kind, 'outcome', a.outcome, 'payout', a.payout)
+                       ORDER BY a.bet_id))
+        FROM announced a
+        HAVING count(*) > 0
         RETURNING 1
     ),
     deltas AS (
@@ -125,7 +133,8 @@ BEGIN
         ) x
         GROUP BY acc
     )
-    SELECT (SELECT count(*) FROM ins_settlements), (SELECT count(*) FROM ins_outbox),
+    SELECT (SELECT count(*) FROM ins_settlements),
+           (SELECT count(*) FROM announced WHERE EXISTS (SELECT FROM ins_outbox)),
            (SELECT array_agg(acc ORDER BY acc) FROM deltas),
            (SELECT array_agg(d_available ORDER BY acc) FROM deltas),
            (SELECT array_agg(d_reserved ORDER BY acc) FROM deltas)
@@ -134,6 +143,6 @@ END;
 $$;
 
 COMMENT ON FUNCTION fulltime_settle_legs IS
-    'Part of fulltime_settle_step: one batch''s settlement rows, ledger transfers and outbox rows '
+    'Part of fulltime_settle_step: one batch''s settlement rows, ledger transfers and outbox row '
     'in one statement (plain inserts: a duplicate key fails the step); returns the per-account '
     'balance deltas of the transfers it wrote, in ascending account order.';

@@ -11,8 +11,8 @@
 --   fulltime_settle_plan        which bets the batch settles and how (reversal, new effect,
 --                               outcome, payout, or the skip code of a terminal state): one
 --                               read-only statement
---   fulltime_settle_legs        the settlement rows, keyed ledger transfers and outbox rows of
---                               that plan in one statement; returns the per-account deltas
+--   fulltime_settle_legs        the settlement rows, keyed ledger transfers and the outbox row
+--                               of that plan in one statement; returns the per-account deltas
 --   fulltime_settle_balances    the balance rows, in ascending account_id, aggregated per account
 --                               (the only row locks shared with placement, taken last)
 --   fulltime_settle_checkpoint  advance settlement_progress past the batch, with its counts

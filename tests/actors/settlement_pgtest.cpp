@@ -295,7 +295,19 @@ TEST_CASE("a market of 20000 bets settles while placements on other markets go o
     CHECK(e.scalar("SELECT count(*) FROM bet_settlements") == bets);
     CHECK(e.scalar("SELECT count(*) FROM bet_settlements WHERE outcome = 'won' AND payout = 200") ==
           bets / 3 + 1);
-    CHECK(e.scalar("SELECT count(*) FROM outbox WHERE topic = 'bet_settled'") == bets);
+    // One outbox row per step, listing its bets: every bet announced once, to its account,
+    // with the settlement row's version, outcome and payout.
+    CHECK(e.scalar("SELECT count(*) FROM outbox WHERE topic IN ('bet_settled', 'bet_unsettled')") ==
+          0);
+    CHECK(e.scalar("SELECT count(*) FROM outbox WHERE topic = 'settlement_batch'") < bets / 10);
+    CHECK(e.scalar("SELECT count(DISTINCT (s->>'bet_id')::bigint) FROM outbox o, "
+                   "jsonb_array_elements(o.payload->'settlements') s JOIN bets b ON b.bet_id = "
+                   "(s->>'bet_id')::bigint JOIN bet_settlements t ON t.bet_id = b.bet_id AND "
+                   "t.version = (s->>'version')::int WHERE o.topic = 'settlement_batch' AND "
+                   "(s->>'account_id')::bigint = b.account_id AND s->>'kind' = 'settle' AND "
+                   "s->>'outcome' = t.outcome AND (s->>'payout')::bigint = t.payout") == bets);
+    CHECK(e.scalar("SELECT count(*) FROM outbox o, jsonb_array_elements(o.payload->'settlements') "
+                   "s WHERE o.topic = 'settlement_batch'") == bets);
     CHECK(e.settlement_metrics().bets.value() == static_cast<std::uint64_t>(bets));
     e.check_money_invariants();
 }

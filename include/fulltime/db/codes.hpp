@@ -77,9 +77,10 @@ inline constexpr std::array<std::string_view, 4> incident_kind = {
 /// Lists the balance sides an incident can name: incidents.side.
 inline constexpr std::array<std::string_view, 3> incident_side = {"available", "reserved", "owed"};
 
-/// Lists the topics of outbox rows: outbox.topic.
-inline constexpr std::array<std::string_view, 3> outbox_topic = {"bet_placed", "bet_settled",
-                                                                 "bet_unsettled"};
+/// Lists the topics of outbox rows: outbox.topic. Settlement writes settlement_batch rows;
+/// bet_settled and bet_unsettled are rows written before migration 0004.
+inline constexpr std::array<std::string_view, 4> outbox_topic = {
+    "bet_placed", "bet_settled", "bet_unsettled", "settlement_batch"};
 
 /// Names one domain of fulltime_codes and holds its codes.
 struct domain {

@@ -25,7 +25,7 @@ struct outbox_row {
     std::int64_t outbox_id = 0;
     std::optional<std::string> topic;
     std::optional<std::int64_t> account_id;
-    std::optional<std::string> payload;  ///< JSON text; bet_settled rows only
+    std::optional<std::string> payload;  ///< JSON text; settlement_batch and bet_settled rows only
 };
 
 /// Holds one page of the outbox.

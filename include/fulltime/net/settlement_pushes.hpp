@@ -9,7 +9,12 @@
 #include <boost/asio/awaitable.hpp>
 
 #include <chrono>
+#include <cstdint>
 #include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
 
 namespace fulltime::db {
 class pool;
@@ -22,6 +27,23 @@ class registry;
 namespace fulltime::net {
 
 class connection_registry;
+
+/// Holds one settlement (a settle or a cancel) that an outbox row announces to its bettor.
+struct announced_settlement {
+    std::int64_t account_id = 0;
+    std::int64_t bet_id = 0;
+    std::int64_t version = 0;
+    std::string outcome;
+    std::int64_t payout = 0;  ///< minor units
+};
+
+/// Returns the settlements one outbox row announces, in the row's order: every settle and
+/// cancel of a `settlement_batch` row, or the one of a `bet_settled` row (written before
+/// migration 0004, the account being the row's). Reversals, other topics and entries that do
+/// not parse give none.
+std::vector<announced_settlement> announced_settlements(std::string_view topic,
+                                                        std::optional<std::int64_t> account_id,
+                                                        std::string_view payload);
 
 /// Runs the push loop until `stop` is set (checked after every pass). Registers its counters in
 /// `metrics`. Never throws; database errors are logged and retried on the next pass.
