@@ -95,6 +95,48 @@ class PlacementTest(EngineTestCase):
             self.assertEqual(engine.stop(), 0, engine.log())
         assert_money_invariants(self, self.db_url)
 
+    def test_a_bettors_pipelined_bets_apply_in_the_order_sent(self):
+        # Twelve bettors, each on its own connection, each sending 24 placements of 10.00 at
+        # once without waiting, against 95.00: the first nine each sent are placed and the rest
+        # refused for funds, whatever actor each bet was routed to while the others' groups ran.
+        bettors = list(range(60, 72))
+        per_bettor, fits = 24, 9
+        engine = Engine(self.env)
+        try:
+            engine.wait_ready()
+            self.send_market(engine, MARKET)
+            self.open_accounts(engine, bettors, "95.00")
+
+            async def bettor(account):
+                token = self.token("account", str(account))
+                async with websockets.client.connect(
+                        engine.ws_url("/v1/bets"),
+                        extra_headers={"Authorization": "Bearer " + token}) as ws:
+                    for i in range(per_bettor):
+                        await ws.send(json.dumps({
+                            "type": "place", "id": str(i), "idempotency_key": f"p-{account}-{i}",
+                            "selection_id": 1001, "stake": "10.00", "odds": "2.50"}))
+                    answers = {}
+                    while len(answers) < per_bettor:
+                        m = json.loads(await asyncio.wait_for(ws.recv(), 30))
+                        if "id" in m:
+                            answers[int(m["id"])] = m
+                    return account, answers
+
+            async def everyone():
+                return await asyncio.gather(*(bettor(a) for a in bettors))
+
+            for account, answers in asyncio.run(everyone()):
+                kinds = [(answers[i]["type"], answers[i].get("code")) for i in range(per_bettor)]
+                self.assertEqual(kinds, [("placed", None)] * fits
+                                 + [("rejected", "insufficient_funds")] * (per_bettor - fits),
+                                 f"account {account}")
+                self.assertEqual(answers[fits - 1]["balance"],
+                                 {"available": "5.00", "reserved": "90.00"}, f"account {account}")
+        finally:
+            self.assertEqual(engine.stop(), 0, engine.log())
+        assert_money_invariants(self, self.db_url)
+
     def test_sigkill_while_placing_then_retry_every_key(self):
         total = 300
         keys = [f"kill-{i}" for i in range(total)]

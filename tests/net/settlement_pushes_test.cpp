@@ -9,9 +9,8 @@
 using fulltime::net::announced_settlements;
 
 TEST_CASE("a settlement batch announces its settles and cancels in order, not its reversals") {
-    const auto got = announced_settlements(
-        "settlement_batch", std::nullopt,
-        R"({"result_event_id": 9, "settlements": [
+    const auto got = announced_settlements("settlement_batch", std::nullopt,
+                                           R"({"result_event_id": 9, "settlements": [
               {"account_id": 7, "bet_id": 100, "version": 1, "kind": "settle",
                "outcome": "won", "payout": 25000},
               {"account_id": 8, "bet_id": 101, "version": 2, "kind": "reverse",
@@ -34,8 +33,9 @@ TEST_CASE("a settlement batch announces its settles and cancels in order, not it
     CHECK(got[2].payout == 0);
 }
 
-TEST_CASE("a bet_settled row written before the batches announces one settlement to its row's "
-          "account") {
+TEST_CASE(
+    "a bet_settled row written before the batches announces one settlement to its row's "
+    "account") {
     const auto got = announced_settlements(
         "bet_settled", 42,
         R"({"bet_id": 5, "version": 1, "kind": "settle", "outcome": "won", "payout": 300})");
@@ -49,9 +49,8 @@ TEST_CASE("a bet_settled row written before the batches announces one settlement
 }
 
 TEST_CASE("entries that do not parse are left out, and the rest of the batch is announced") {
-    const auto got = announced_settlements(
-        "settlement_batch", std::nullopt,
-        R"({"settlements": [
+    const auto got = announced_settlements("settlement_batch", std::nullopt,
+                                           R"({"settlements": [
               {"bet_id": 1, "version": 1, "kind": "settle", "outcome": "won", "payout": 2},
               {"account_id": 3, "bet_id": 2, "version": 1, "kind": "settle",
                "outcome": "won", "payout": "2.00"},
