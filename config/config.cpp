@@ -273,6 +273,9 @@ database_settings read_database(const reader& r) {
     d.read_url = r.string("database.read_url", true);
     d.connect_timeout_ms = r.timeout_ms("database.connect_timeout_ms");
     d.statement_timeout_ms = r.timeout_ms("database.statement_timeout_ms");
+    d.idle_in_transaction_timeout_ms =
+        r.integer("database.idle_in_transaction_timeout_ms", 0, limits::timeout_ms_max);
+    d.session_timeouts = r.boolean("database.session_timeouts");
     d.query_timeout_ms = r.timeout_ms("database.query_timeout_ms");
     d.prepared_statements = r.boolean("database.prepared_statements");
     d.placement = read_pool(r, "placement");

@@ -254,17 +254,32 @@ struct connection::impl {
     std::set<std::string, std::less<>> prepared_;
 };
 
+std::string startup_options(const session_options& s) {
+    std::string out;
+    const auto add = [&out](const char* name, std::int64_t ms) {
+        if (ms > 0) {
+            out += (out.empty() ? "" : " ") + std::string("-c ") + name + "=" + std::to_string(ms);
+        }
+    };
+    add("statement_timeout", s.statement_timeout_ms);
+    add("idle_in_transaction_session_timeout", s.idle_in_transaction_timeout_ms);
+    return out;
+}
+
 asio::awaitable<outcome<std::unique_ptr<connection>>> connection::open(
     asio::any_io_executor executor, std::string conninfo, std::chrono::milliseconds connect_timeout,
-    std::chrono::milliseconds query_timeout, bool prepared_statements) {
+    std::chrono::milliseconds query_timeout, bool prepared_statements, session_options session) {
     auto state = std::make_unique<impl>(executor);
     state->query_timeout_ = query_timeout;
     state->prepare_ = prepared_statements;
 
     // expand_dbname=1 lets `conninfo` be a URI or keyword/value string; keywords are applied in
-    // order, so the conninfo (or PGAPPNAME) overrides the fallback application name.
-    const char* const keywords[] = {"fallback_application_name", "dbname", nullptr};
-    const char* const values[] = {"fulltime", conninfo.c_str(), nullptr};
+    // order, so the conninfo (or PGAPPNAME) overrides the fallback application name, and an
+    // `options` in the conninfo overrides the session's timeouts.
+    const std::string options = startup_options(session);
+    const char* const keywords[] = {"fallback_application_name", "options", "dbname", nullptr};
+    const char* const values[] = {session.application_name.c_str(), options.c_str(),
+                                  conninfo.c_str(), nullptr};
     state->conn_ = PQconnectStartParams(keywords, values, 1);
     if (state->conn_ == nullptr) {
         co_return detail::make_failure(errc::connect_failed, "out of memory");

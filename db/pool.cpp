@@ -52,14 +52,16 @@ struct pool_waiter {
 struct pool_state : std::enable_shared_from_this<pool_state> {
     pool_state(asio::any_io_executor executor, std::string name, std::string conninfo,
                pool_settings settings, std::chrono::milliseconds connect_timeout,
-               std::chrono::milliseconds query_timeout, bool prepared_statements)
+               std::chrono::milliseconds query_timeout, bool prepared_statements,
+               session_options session)
         : executor_(std::move(executor)),
           name_(std::move(name)),
           conninfo_(std::move(conninfo)),
           settings_(settings),
           connect_timeout_(connect_timeout),
           query_timeout_(query_timeout),
-          prepared_statements_(prepared_statements) {}
+          prepared_statements_(prepared_statements),
+          session_(std::move(session)) {}
 
     /// Lends a connection, waiting in the queue if none is free.
     static asio::awaitable<outcome<pooled_connection>> acquire(std::shared_ptr<pool_state> self);
@@ -196,6 +198,7 @@ struct pool_state : std::enable_shared_from_this<pool_state> {
     const std::chrono::milliseconds connect_timeout_;
     const std::chrono::milliseconds query_timeout_;
     const bool prepared_statements_;
+    const session_options session_;
 
     // Touched only on executor_.
     std::vector<std::unique_ptr<connection>> idle_;
@@ -287,7 +290,7 @@ asio::awaitable<outcome<pooled_connection>> pool_state::acquire(std::shared_ptr<
 asio::awaitable<void> pool_state::open_one(std::shared_ptr<pool_state> self) {
     pool_state& s = *self;
     auto opened = co_await connection::open(s.executor_, s.conninfo_, s.connect_timeout_,
-                                            s.query_timeout_, s.prepared_statements_);
+                                            s.query_timeout_, s.prepared_statements_, s.session_);
     FULLTIME_DEBUG_ASSERT(s.opening_ > 0);
     --s.opening_;
     if (!opened) {
@@ -334,10 +337,11 @@ void pooled_connection::release() noexcept {
 
 pool::pool(asio::any_io_executor executor, std::string name, std::string conninfo,
            pool_settings settings, std::chrono::milliseconds connect_timeout,
-           std::chrono::milliseconds query_timeout, bool prepared_statements)
-    : state_(std::make_shared<detail::pool_state>(std::move(executor), std::move(name),
-                                                  std::move(conninfo), settings, connect_timeout,
-                                                  query_timeout, prepared_statements)) {
+           std::chrono::milliseconds query_timeout, bool prepared_statements,
+           session_options session)
+    : state_(std::make_shared<detail::pool_state>(
+          std::move(executor), std::move(name), std::move(conninfo), settings, connect_timeout,
+          query_timeout, prepared_statements, std::move(session))) {
     FULLTIME_ASSERT(settings.size_max > 0 && settings.size_max <= limits::pool_size_max);
     FULLTIME_ASSERT(settings.queue_max <= limits::pool_queue_max);
     FULLTIME_ASSERT(settings.wait_ms_max >= 0 && settings.wait_ms_max <= limits::timeout_ms_max);
@@ -387,6 +391,20 @@ pools pools::make(std::span<const asio::any_io_executor> threads, const database
         read_target = settings.read_url.empty() ? primary_conninfo : settings.read_url;
     }
     const bool prepared = settings.prepared_statements;
+    // Every session names its pool in pg_stat_activity and, unless a bouncer refuses startup
+    // options (docs/config.md), carries the engine's bounds: no statement runs longer than
+    // statement_timeout_ms unless its transaction says so, and no session of the engine can hold
+    // a transaction open while idle (and with it vacuum and the settlement fence) for longer than
+    // idle_in_transaction_timeout_ms.
+    const auto session = [&settings](const char* pool_name) {
+        session_options s;
+        s.application_name = std::string("fulltime-") + pool_name;
+        if (settings.session_timeouts) {
+            s.statement_timeout_ms = settings.statement_timeout_ms;
+            s.idle_in_transaction_timeout_ms = settings.idle_in_transaction_timeout_ms;
+        }
+        return s;
+    };
     pools out;
     // size_max split as evenly as it goes: thread i gets one more while the remainder lasts.
     // Placement actors are spread the same way (i % threads), so each thread's pool holds
@@ -398,17 +416,17 @@ pools pools::make(std::span<const asio::any_io_executor> threads, const database
             1, settings.placement.size_max / n + (i < settings.placement.size_max % n ? 1 : 0));
         out.placement.push_back(std::make_unique<pool>(threads[i], "placement", primary_conninfo,
                                                        share, connect_timeout, query_timeout,
-                                                       prepared));
+                                                       prepared, session("placement")));
     }
     const asio::any_io_executor& main = threads[0];
     out.settlement =
         std::make_unique<pool>(main, "settlement", primary_conninfo, settings.settlement,
-                               connect_timeout, query_timeout, prepared);
+                               connect_timeout, query_timeout, prepared, session("settlement"));
     out.read = std::make_unique<pool>(main, "read", read_target, settings.read, connect_timeout,
-                                      query_timeout, prepared);
+                                      query_timeout, prepared, session("read"));
     out.background =
         std::make_unique<pool>(main, "background", primary_conninfo, settings.background,
-                               connect_timeout, query_timeout, prepared);
+                               connect_timeout, query_timeout, prepared, session("background"));
     return out;
 }
 

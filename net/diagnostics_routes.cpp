@@ -28,7 +28,8 @@ json pool_json(const db::pool_stats& s) {
 }
 
 asio::awaitable<http_response> get_diagnostics(db::pools* pools,
-                                               const governor_state_reader* governor) {
+                                               const governor_state_reader* governor,
+                                               const std::string* server_settings) {
     json body;
     json by_name = json::object();
     for (const db::pool_stats& s : pools->stats()) {
@@ -69,6 +70,9 @@ asio::awaitable<http_response> get_diagnostics(db::pools* pools,
     }
     body["reservations"] = {{"overdue_incidents_open", terminal["overdue_reservation_incidents"]}};
     body["database"] = json::parse(*database, nullptr, false);
+    if (!server_settings->empty()) {
+        body["database"]["server_settings"] = json::parse(*server_settings, nullptr, false);
+    }
     http_response r;
     r.body = body.dump();
     co_return r;
@@ -76,14 +80,16 @@ asio::awaitable<http_response> get_diagnostics(db::pools* pools,
 
 }  // namespace
 
-http_routes make_diagnostics_routes(db::pools& pools, governor_state_reader governor) {
+http_routes make_diagnostics_routes(db::pools& pools, governor_state_reader governor,
+                                    std::string server_settings) {
     http_route route;
     route.name = "diagnostics";
     route.method = "GET";
     route.path = "/v1/diagnostics";
     route.auth = route_auth::admin;
-    route.handler = [p = &pools, g = std::make_shared<governor_state_reader>(std::move(governor))](
-                        http_request) { return get_diagnostics(p, g.get()); };
+    route.handler = [p = &pools, g = std::make_shared<governor_state_reader>(std::move(governor)),
+                     s = std::make_shared<const std::string>(std::move(server_settings))](
+                        http_request) { return get_diagnostics(p, g.get(), s.get()); };
     return {std::move(route)};
 }
 

@@ -21,7 +21,9 @@ as_pg_owner() {
 
 # Starts a throwaway cluster in a new temporary directory, listening on a Unix socket only,
 # tuned for tests (no fsync: the tests kill the engine, never PostgreSQL), or with PostgreSQL's
-# durable defaults when the first argument is "durable" (benchmarks). THROWAWAY_PG_EXTRA adds
+# durable defaults when the first argument is "durable" (benchmarks); either way with the private
+# cluster's guard rails (idle_in_transaction_session_timeout, log_lock_waits: docs/config.md,
+# "Guard rails at the peak"), so the engine's start-up check finds them. THROWAWAY_PG_EXTRA adds
 # server options (e.g. "-c wal_compression=lz4", to compare settings in a benchmark). Sets
 # THROWAWAY_PG_DIR and THROWAWAY_PG_URL.
 start_throwaway_pg() {
@@ -36,7 +38,8 @@ start_throwaway_pg() {
         || { cat "$THROWAWAY_PG_DIR/initdb.log" >&2; die "initdb failed"; }
     as_pg_owner "$PG_BIN/pg_ctl" -D "$THROWAWAY_PG_DIR/data" -l "$THROWAWAY_PG_DIR/server.log" \
         -w -t 60 start -o "-c listen_addresses='' -c unix_socket_directories='$THROWAWAY_PG_DIR' \
-        -c max_connections=300 -c shared_buffers=256MB $tuning" >/dev/null \
+        -c max_connections=300 -c shared_buffers=256MB \
+        -c idle_in_transaction_session_timeout=60s -c log_lock_waits=on $tuning" >/dev/null \
         || { cat "$THROWAWAY_PG_DIR/server.log" >&2; die "the throwaway PostgreSQL did not start"; }
     THROWAWAY_PG_URL="host=$THROWAWAY_PG_DIR port=5432 user=fulltime dbname=postgres"
     log "throwaway PostgreSQL running in $THROWAWAY_PG_DIR"

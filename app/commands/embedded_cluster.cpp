@@ -27,6 +27,12 @@ constexpr const char* superuser_name = "fulltime";
 // 1 GB), so that fewer page writes after a checkpoint carry a whole page.
 constexpr const char* wal_options =
     " -c wal_compression=lz4 -c checkpoint_timeout=15min -c max_wal_size=2GB";
+// The private cluster's guard rails (docs/config.md, "Guard rails at the peak"): any session,
+// an operator's psql included, that leaves a transaction open while idle is ended after a
+// minute (it would hold vacuum and the settlement fence back), and a lock wait longer than
+// deadlock_timeout (1 s) is logged with who holds the lock.
+constexpr const char* guard_options =
+    " -c idle_in_transaction_session_timeout=60s -c log_lock_waits=on";
 
 [[noreturn]] void fail(const std::string& what) {
     throw std::runtime_error("embedded PostgreSQL: " + what);
@@ -172,7 +178,7 @@ embedded_cluster embedded_cluster::start(const config& cfg) {
         run_checked({c.bin_dir_ + "/pg_ctl", "-D", c.data_dir_, "-l", server_log, "-w", "-t",
                      std::to_string(timeout_s), "start", "-o",
                      "-c listen_addresses='' -c unix_socket_directories='" + socket_dir +
-                         "' -c unix_socket_permissions=0700" + wal_options},
+                         "' -c unix_socket_permissions=0700" + wal_options + guard_options},
                     log_dir + "/pg_ctl.log", c.owner_, "pg_ctl start");
         log::info("private PostgreSQL cluster started (socket in " + socket_dir + ")");
     }

@@ -3,6 +3,9 @@
 #include "fulltime/core/log.hpp"
 #include "fulltime/core/resources.hpp"
 #include "fulltime/db/connection.hpp"
+#include "fulltime/db/server_settings.hpp"
+
+#include <nlohmann/json.hpp>
 
 #include <chrono>
 
@@ -30,6 +33,32 @@ boost::asio::awaitable<db::outcome<db::migration_report>> apply_migrations(
                   std::to_string(report->functions_unchanged) + " unchanged)");
     }
     co_return report;
+}
+
+boost::asio::awaitable<std::string> check_server_settings(boost::asio::any_io_executor executor,
+                                                          std::string conninfo, config cfg) {
+    db::session_options plain;
+    plain.application_name = "fulltime-check";
+    auto conn = co_await db::connection::open(
+        executor, conninfo, std::chrono::milliseconds(cfg.database.connect_timeout_ms),
+        std::chrono::milliseconds(cfg.database.query_timeout_ms), true, plain);
+    auto settings = conn ? co_await db::read_server_settings(**conn)
+                         : db::outcome<db::server_settings>(conn.error());
+    if (!settings) {
+        const std::string why = db::describe(settings.error());
+        log::warn("server settings: not checked: " + why);
+        co_return nlohmann::json{{"error", why}}.dump();
+    }
+    const auto& d = cfg.database;
+    db::engine_sessions engine{
+        d.session_timeouts, d.idle_in_transaction_timeout_ms, d.statement_timeout_ms,
+        d.placement.size_max + d.settlement.size_max + d.background.size_max +
+            (d.read_url.empty() ? d.read.size_max : 0)};
+    const auto warnings = db::judge_server_settings(*settings, engine);
+    for (const auto& w : warnings) {
+        log::warn("server settings: " + w);
+    }
+    co_return db::server_settings_json(*settings, warnings);
 }
 
 }  // namespace fulltime::app

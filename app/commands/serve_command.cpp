@@ -96,6 +96,15 @@ int serve_command(const config& cfg) {
             throw std::runtime_error("migration failed: " + db::describe(report.error()));
         }
     }
+    std::string server_settings;
+    {
+        auto checked = boost::asio::co_spawn(
+            ioc, check_server_settings(ioc.get_executor(), target.conninfo, cfg),
+            boost::asio::use_future);
+        ioc.run();
+        ioc.restart();
+        server_settings = checked.get();
+    }
 
     metrics::registry registry;
     const auto executors = loops.executors();
@@ -139,7 +148,8 @@ int serve_command(const config& cfg) {
                       std::back_inserter(services.routes));
     std::ranges::move(
         net::make_diagnostics_routes(
-            pools, [&settlement_metrics] { return settlement_metrics.governor_json(); }),
+            pools, [&settlement_metrics] { return settlement_metrics.governor_json(); },
+            std::move(server_settings)),
         std::back_inserter(services.routes));
     std::ranges::move(net::make_reconciliation_routes(pools, reconciliation),
                       std::back_inserter(services.routes));

@@ -85,6 +85,31 @@ class ServeTest(WithDatabase):
         finally:
             self.assertEqual(engine.stop(), 0, engine.log())
 
+    def test_server_settings_are_checked_at_start(self):
+        # This database's sessions get no lock-wait logging: the engine says so at start, in its
+        # log and in /v1/diagnostics, and still starts; its own sessions name their pool.
+        self.sql(f"ALTER DATABASE {self.db_name} SET log_lock_waits = off")
+        engine = Engine(self.env)
+        try:
+            engine.wait_ready()
+            code, admin, err = run_cli(["token", "admin"], self.env)
+            self.assertEqual(code, 0, err)
+            status, body = engine.get_json("/v1/diagnostics",
+                                           {"Authorization": "Bearer " + admin.strip()})
+            self.assertEqual(status, 200, body)
+            checked = body["database"]["server_settings"]
+            self.assertFalse(checked["settings"]["log_lock_waits"], checked)
+            self.assertEqual(len(checked["warnings"]), 1, checked)
+            self.assertIn("log_lock_waits is off", checked["warnings"][0])
+            self.assertIn("server settings: log_lock_waits is off", engine.log())
+            names = {r[0] for r in self.sql(
+                "SELECT application_name FROM pg_stat_activity WHERE datname = %s",
+                self.db_name)}
+            self.assertIn("fulltime-placement", names)
+            self.assertNotIn("fulltime-check", names)
+        finally:
+            self.assertEqual(engine.stop(), 0, engine.log())
+
     def test_migrate_twice_is_a_no_op(self):
         code, _, err = run_cli(["migrate"], self.env)
         self.assertEqual(code, 0, err)
@@ -155,6 +180,16 @@ class EmbeddedClusterTest(unittest.TestCase):
             engine.wait_ready(60)
             self.assertTrue(os.path.exists(pid_file))
             self.assertEqual(engine.get_json("/readyz"), (200, {"status": "ready"}))
+            # The private cluster starts with the guard rails: the start-up check finds nothing.
+            code, admin, err = run_cli(["token", "admin"], env)
+            self.assertEqual(code, 0, err)
+            status, body = engine.get_json("/v1/diagnostics",
+                                           {"Authorization": "Bearer " + admin.strip()})
+            self.assertEqual(status, 200, body)
+            checked = body["database"]["server_settings"]
+            self.assertEqual(checked["warnings"], [], checked)
+            self.assertEqual(checked["settings"]["idle_in_transaction_session_timeout_ms"], 60000)
+            self.assertTrue(checked["settings"]["log_lock_waits"])
         finally:
             self.assertEqual(engine.stop(), 0, engine.log())
         self.assertFalse(os.path.exists(pid_file), "the private cluster was not stopped")

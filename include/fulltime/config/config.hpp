@@ -23,8 +23,13 @@ struct database_settings {
     std::string url;       ///< libpq conninfo or URI; empty: embedded cluster
     std::string read_url;  ///< for the `read` pool; empty: same as url
     std::int64_t connect_timeout_ms = 0;
-    std::int64_t statement_timeout_ms = 0;  ///< applied per transaction with SET LOCAL
-    std::int64_t query_timeout_ms = 0;      ///< client-side deadline on one round trip
+    std::int64_t statement_timeout_ms = 0;  ///< every pool session's, and per transaction
+    /// idle_in_transaction_session_timeout of every pool session; 0 leaves the server's.
+    std::int64_t idle_in_transaction_timeout_ms = 0;
+    /// Send the two timeouts in each session's startup packet (false behind a bouncer that
+    /// refuses startup options: set them per role instead, docs/config.md).
+    bool session_timeouts = true;
+    std::int64_t query_timeout_ms = 0;  ///< client-side deadline on one round trip
     /// Run the hot statements as protocol-level prepared statements (false behind PgBouncer in
     /// transaction mode: docs/config.md).
     bool prepared_statements = true;

@@ -29,17 +29,45 @@ struct statement {
     const char* sql;
 };
 
+/// Holds what a connection asks of its server session when it starts (libpq's startup packet,
+/// so nothing is SET afterwards and a bouncer has no session state to carry).
+struct session_options {
+    /// application_name unless the conninfo or PGAPPNAME names one (pg_stat_activity shows it).
+    std::string application_name = "fulltime";
+    /// The session's statement_timeout, a bound on every statement; a transaction may set a
+    /// longer one with SET LOCAL. 0: the server's.
+    std::int64_t statement_timeout_ms = 0;
+    /// The session's idle_in_transaction_session_timeout. 0: the server's.
+    std::int64_t idle_in_transaction_timeout_ms = 0;
+};
+
+/// Returns the libpq `options` value that sets `s`'s timeouts ("-c name=value ..."), or an
+/// empty string when both are 0.
+std::string startup_options(const session_options& s);
+
 /// Wraps one libpq connection.
 class connection {
 public:
     /// Opens a connection to `conninfo` (keyword/value string or URI) within `connect_timeout`.
     /// Round trips on it time out after `query_timeout` unless a call gives its own.
     /// `prepared_statements` says whether query_prepared prepares its statements on the server
-    /// (false behind a bouncer that does not track them: docs/config.md).
+    /// (false behind a bouncer that does not track them: docs/config.md). `session` is sent in
+    /// the startup packet; an `options` keyword in the conninfo replaces its timeouts.
     static boost::asio::awaitable<outcome<std::unique_ptr<connection>>> open(
         boost::asio::any_io_executor executor, std::string conninfo,
         std::chrono::milliseconds connect_timeout, std::chrono::milliseconds query_timeout,
-        bool prepared_statements = true);
+        bool prepared_statements, session_options session);
+
+    /// Opens a connection with the default session_options (application_name "fulltime", the
+    /// server's timeouts). Not a coroutine itself: GCC 12 mishandles a class-type default
+    /// argument's temporary across a co_await, so the default is built here and moved.
+    static boost::asio::awaitable<outcome<std::unique_ptr<connection>>> open(
+        boost::asio::any_io_executor executor, std::string conninfo,
+        std::chrono::milliseconds connect_timeout, std::chrono::milliseconds query_timeout,
+        bool prepared_statements = true) {
+        return open(std::move(executor), std::move(conninfo), connect_timeout, query_timeout,
+                    prepared_statements, session_options{});
+    }
 
     ~connection();
     connection(const connection&) = delete;

@@ -68,10 +68,12 @@ private:
 class pool {
 public:
     /// Creates an empty pool; no connection is opened until the first acquire. Its connections
-    /// prepare statements when `prepared_statements` (connection::open).
+    /// prepare statements when `prepared_statements` and start their sessions with `session`
+    /// (connection::open).
     pool(boost::asio::any_io_executor executor, std::string name, std::string conninfo,
          pool_settings settings, std::chrono::milliseconds connect_timeout,
-         std::chrono::milliseconds query_timeout, bool prepared_statements = true);
+         std::chrono::milliseconds query_timeout, bool prepared_statements = true,
+         session_options session = {});
     ~pool();
     pool(const pool&) = delete;
     pool& operator=(const pool&) = delete;

@@ -22,6 +22,7 @@ namespace fulltime::net {
 using governor_state_reader = std::function<std::string()>;
 
 /// Returns the diagnostics route. `pools` must outlive the gateway; `governor` may be empty.
-http_routes make_diagnostics_routes(db::pools& pools, governor_state_reader governor = {});
+http_routes make_diagnostics_routes(db::pools& pools, governor_state_reader governor = {},
+                                    std::string server_settings = {});
 
 }  // namespace fulltime::net
