@@ -21,6 +21,7 @@
 #include <optional>
 #include <set>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 namespace fulltime::db {
@@ -147,9 +148,36 @@ struct connection::impl {
         co_return timer_ec ? wait_status::cancelled : wait_status::timed_out;
     }
 
+    /// Asks the server to cancel what this session is running, without waiting: libpq's cancel
+    /// request opens a connection of its own and blocks, so it is sent from a detached thread.
+    /// Closing our socket alone would leave the statement running until it next writes to the
+    /// client (a settle step, or a pg_sleep, would run to its end).
+    void cancel_on_server() noexcept {
+        if (conn_ == nullptr) {
+            return;
+        }
+        PGcancel* cancel = PQgetCancel(conn_);
+        if (cancel == nullptr) {
+            return;
+        }
+        try {
+            std::thread([cancel] {
+                char error[256];
+                PQcancel(cancel, error, sizeof error);
+                PQfreeCancel(cancel);
+            }).detach();
+        } catch (const std::system_error&) {
+            PQfreeCancel(cancel);  // no thread: the statement_timeout still bounds it
+        }
+    }
+
     /// Turns a wait that did not end in readiness into a failure and closes the connection:
-    /// after a partial round trip the protocol state is unknown, so it must not be reused.
+    /// after a partial round trip the protocol state is unknown, so it must not be reused. A
+    /// deadline (or a cancelled wait) first asks the server to cancel the statement.
     failure fail_wait(wait_status status, std::chrono::milliseconds timeout) {
+        if (status == wait_status::timed_out || status == wait_status::cancelled) {
+            cancel_on_server();
+        }
         finish();
         switch (status) {
             case wait_status::timed_out:

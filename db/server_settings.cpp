@@ -12,7 +12,8 @@ namespace {
 
 // The tables the placement and settlement paths update or churn; each gets autovacuum
 // thresholds of its own in 0001_baseline.sql, which a later ALTER TABLE ... RESET may have lost.
-constexpr const char* hot_tables = "{accounts,market_exposure,idempotency_keys,outbox,settlement_progress}";
+constexpr const char* hot_tables =
+    "{accounts,market_exposure,idempotency_keys,outbox,settlement_progress}";
 
 // pg_settings.setting is in the setting's base unit: milliseconds for the two timeouts.
 constexpr const char* read_sql =
@@ -46,7 +47,8 @@ std::vector<std::string> judge_server_settings(const server_settings& s, const e
         out.push_back(
             "the engine's sessions run without a statement_timeout: database.session_timeouts is "
             "false and the server's is 0; set it per role (ALTER ROLE ... SET statement_timeout "
-            "= '" + seconds(e.statement_timeout_ms > 0 ? e.statement_timeout_ms : 5000) + "')");
+            "= '" +
+            seconds(e.statement_timeout_ms > 0 ? e.statement_timeout_ms : 5000) + "')");
     }
     if (!e.session_timeouts && s.idle_in_transaction_timeout_ms == 0 &&
         e.idle_in_transaction_timeout_ms > 0) {

@@ -6,6 +6,7 @@
 
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
 
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -244,6 +245,29 @@ awaitable<void> client_deadline(std::string url) {
     CHECK(patient->broken());
 }
 
+awaitable<void> deadline_cancels_on_server(std::string url) {
+    auto admin = co_await open_connection(url);
+    auto conn = co_await open_connection(url, 200ms);
+    const std::int64_t pid = conn->backend_pid();
+    auto slow = co_await conn->query("SELECT pg_sleep(60)");
+    FT_CHECK_FAILS_WITH(slow, db::errc::deadline_exceeded);
+    // The server cancels the statement and, its client gone, ends the session: wait for the
+    // backend to leave pg_stat_activity (polled; without the cancel it would sleep for a minute).
+    asio::steady_timer timer(co_await asio::this_coro::executor);
+    bool gone = false;
+    for (int i = 0; i < 400 && !gone; ++i) {
+        auto n = co_await admin->query("SELECT count(*) FROM pg_stat_activity WHERE pid = $1",
+                                       db::params(pid));
+        FT_REQUIRE_OK(n);
+        gone = n->get<std::int64_t>(0, 0).value() == 0;
+        if (!gone) {
+            timer.expires_after(50ms);
+            co_await timer.async_wait(asio::use_awaitable);
+        }
+    }
+    CHECK(gone);
+}
+
 awaitable<db::outcome<db::result>> sleep_query(db::connection& conn) {
     co_return co_await conn.query("SELECT pg_sleep(10)");
 }
@@ -454,6 +478,12 @@ TEST_CASE("connection: the client-side deadline breaks the connection") {
     scratch_database db;
     asio::io_context ioc;
     run(ioc, client_deadline(db.url()));
+}
+
+TEST_CASE("connection: a client-side deadline cancels the statement on the server") {
+    scratch_database db;
+    asio::io_context ioc;
+    run(ioc, deadline_cancels_on_server(db.url()));
 }
 
 TEST_CASE("connection: a query in flight fails promptly when its backend is terminated") {

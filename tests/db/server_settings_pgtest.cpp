@@ -51,8 +51,9 @@ awaitable<void> sessions_carry_the_bounds(std::string url) {
     auto plain = make_pool(executor, url, {"fulltime-read", 0, 0});
     auto d = co_await plain->acquire();
     FT_REQUIRE_OK(d);
-    auto q = co_await (*d)->query("SELECT current_setting('application_name'), "
-                                  "current_setting('statement_timeout')");
+    auto q = co_await (*d)->query(
+        "SELECT current_setting('application_name'), "
+        "current_setting('statement_timeout')");
     FT_REQUIRE_OK(q);
     CHECK(q->text(0, 0) == "fulltime-read");
     CHECK(q->text(0, 1) == "0");
@@ -91,9 +92,10 @@ awaitable<void> check_reads_and_warns(std::string url, std::string dbname) {
     const db::engine_sessions engine{true, 30000, 5000, 18};
     // The guard rails the private cluster (and the test server, scripts/lib.sh) starts with,
     // here set on the database so that the test holds on any server.
-    FT_AWAIT_OK(co_await admin->execute_script(
-        "ALTER DATABASE " + dbname + " SET idle_in_transaction_session_timeout = '60s'; "
-        "ALTER DATABASE " + dbname + " SET log_lock_waits = on"));
+    FT_AWAIT_OK(co_await admin->execute_script("ALTER DATABASE " + dbname +
+                                               " SET idle_in_transaction_session_timeout = '60s'; "
+                                               "ALTER DATABASE " +
+                                               dbname + " SET log_lock_waits = on"));
     {
         auto conn = co_await open_connection(url);
         auto s = co_await db::read_server_settings(*conn);
@@ -106,8 +108,11 @@ awaitable<void> check_reads_and_warns(std::string url, std::string dbname) {
     }
     // A database whose sessions get neither, and a hot table that lost its thresholds.
     FT_AWAIT_OK(co_await admin->execute_script(
-        "ALTER DATABASE " + dbname + " SET idle_in_transaction_session_timeout = 0; "
-        "ALTER DATABASE " + dbname + " SET log_lock_waits = off; "
+        "ALTER DATABASE " + dbname +
+        " SET idle_in_transaction_session_timeout = 0; "
+        "ALTER DATABASE " +
+        dbname +
+        " SET log_lock_waits = off; "
         "ALTER TABLE outbox RESET (autovacuum_vacuum_threshold, autovacuum_vacuum_scale_factor, "
         "autovacuum_vacuum_insert_scale_factor, autovacuum_analyze_scale_factor, "
         "autovacuum_vacuum_cost_limit)"));

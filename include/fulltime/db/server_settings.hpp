@@ -43,6 +43,7 @@ std::vector<std::string> judge_server_settings(const server_settings& s, const e
 boost::asio::awaitable<outcome<server_settings>> read_server_settings(connection& conn);
 
 /// Returns the settings and their warnings as one JSON object (`settings`, `warnings`).
-std::string server_settings_json(const server_settings& s, const std::vector<std::string>& warnings);
+std::string server_settings_json(const server_settings& s,
+                                 const std::vector<std::string>& warnings);
 
 }  // namespace fulltime::db
