@@ -6,7 +6,6 @@
 
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/steady_timer.hpp>
 
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -251,21 +250,9 @@ awaitable<void> deadline_cancels_on_server(std::string url) {
     const std::int64_t pid = conn->backend_pid();
     auto slow = co_await conn->query("SELECT pg_sleep(60)");
     FT_CHECK_FAILS_WITH(slow, db::errc::deadline_exceeded);
-    // The server cancels the statement and, its client gone, ends the session: wait for the
-    // backend to leave pg_stat_activity (polled; without the cancel it would sleep for a minute).
-    asio::steady_timer timer(co_await asio::this_coro::executor);
-    bool gone = false;
-    for (int i = 0; i < 400 && !gone; ++i) {
-        auto n = co_await admin->query("SELECT count(*) FROM pg_stat_activity WHERE pid = $1",
-                                       db::params(pid));
-        FT_REQUIRE_OK(n);
-        gone = n->get<std::int64_t>(0, 0).value() == 0;
-        if (!gone) {
-            timer.expires_after(50ms);
-            co_await timer.async_wait(asio::use_awaitable);
-        }
-    }
-    CHECK(gone);
+    // The server cancels the statement and, its client gone, ends the session (without the
+    // cancel the backend would sleep for a minute).
+    CHECK(co_await backend_gone(*admin, pid, 20s));
 }
 
 awaitable<db::outcome<db::result>> sleep_query(db::connection& conn) {

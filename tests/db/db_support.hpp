@@ -68,6 +68,25 @@ inline boost::asio::awaitable<void> sleep_for(std::chrono::milliseconds duration
     co_await timer.async_wait(boost::asio::as_tuple(boost::asio::use_awaitable));
 }
 
+/// Returns whether the backend `pid` left pg_stat_activity within `bound`, asked on `admin`
+/// every 50 ms: the test waits on the event, and the bound only ends a test that fails.
+inline boost::asio::awaitable<bool> backend_gone(db::connection& admin, std::int64_t pid,
+                                                 std::chrono::milliseconds bound) {
+    const auto until = std::chrono::steady_clock::now() + bound;
+    for (;;) {
+        auto n = co_await admin.query("SELECT count(*) FROM pg_stat_activity WHERE pid = $1",
+                                      db::params(pid));
+        FT_REQUIRE_OK(n);
+        if (n->get<std::int64_t>(0, 0).value() == 0) {
+            co_return true;
+        }
+        if (std::chrono::steady_clock::now() >= until) {
+            co_return false;
+        }
+        co_await sleep_for(std::chrono::milliseconds(50));
+    }
+}
+
 /// Runs coroutines concurrently on the current executor and returns their values in order.
 template <class T>
 boost::asio::awaitable<std::vector<T>> run_all(std::vector<boost::asio::awaitable<T>> tasks) {

@@ -11,7 +11,6 @@
 #include "fulltime/db/server_settings.hpp"
 
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/steady_timer.hpp>
 
 #include <algorithm>
 
@@ -65,22 +64,10 @@ awaitable<void> idle_in_transaction_is_ended(std::string url) {
     auto admin = co_await open_connection(url);
     auto c = co_await p->acquire();
     FT_REQUIRE_OK(c);
-    const int pid = (*c)->backend_pid();
+    const std::int64_t pid = (*c)->backend_pid();
     FT_AWAIT_OK(co_await (*c)->execute_script("BEGIN; SELECT 1"));
-    // The server ends the session once it has been idle in its transaction for 200 ms: wait
-    // for its backend to be gone (bounded, polled: no fixed sleep decides the outcome).
-    asio::steady_timer timer(executor);
-    bool gone = false;
-    for (int i = 0; i < 600 && !gone; ++i) {
-        auto n = co_await admin->query("SELECT count(*) FROM pg_stat_activity WHERE pid = $1",
-                                       db::params(static_cast<std::int64_t>(pid)));
-        FT_REQUIRE_OK(n);
-        gone = n->get<std::int64_t>(0, 0).value() == 0;
-        if (!gone) {
-            timer.expires_after(50ms);
-            co_await timer.async_wait(asio::use_awaitable);
-        }
-    }
+    // The server ends the session once it has been idle in its transaction for 200 ms.
+    const bool gone = co_await backend_gone(*admin, pid, 30s);
     REQUIRE(gone);
     auto after = co_await (*c)->query("SELECT 1");
     CHECK(!after);
