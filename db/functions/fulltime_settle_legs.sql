@@ -20,7 +20,6 @@ CREATE OR REPLACE FUNCTION fulltime_settle_legs(
     p_event_id    bigint,
     p_batch       fulltime_settle_bet[],
     OUT effects   integer,    -- settlement rows written
-    OUT pushed    integer,    -- settlements announced in the batch's outbox row
     OUT accounts  bigint[],   -- the accounts the written transfers touch, ascending ...
     OUT available bigint[],   -- ... what they add to each one's available ...
     OUT reserved  bigint[])   -- ... and to its reserved
@@ -116,7 +115,6 @@ BEGIN
                        ORDER BY a.bet_id))
         FROM announced a
         HAVING count(*) > 0
-        RETURNING 1
     ),
     deltas AS (
         SELECT acc, sum(d_available)::bigint AS d_available, sum(d_reserved)::bigint AS d_reserved
@@ -134,11 +132,10 @@ BEGIN
         GROUP BY acc
     )
     SELECT (SELECT count(*) FROM ins_settlements),
-           (SELECT count(*) FROM announced WHERE EXISTS (SELECT FROM ins_outbox)),
            (SELECT array_agg(acc ORDER BY acc) FROM deltas),
            (SELECT array_agg(d_available ORDER BY acc) FROM deltas),
            (SELECT array_agg(d_reserved ORDER BY acc) FROM deltas)
-    INTO effects, pushed, accounts, available, reserved;
+    INTO effects, accounts, available, reserved;
 END;
 $$;
 

@@ -11,6 +11,11 @@ INSERT INTO fulltime_codes (domain, code, description) VALUES
     ('outbox_topic', 'settlement_batch',
      'the settlements, cancels and reversals one settlement step wrote, one entry each');
 
+-- fulltime_settle_legs loses its `pushed` result (the count of outbox rows, which no caller read);
+-- a function's result type cannot be replaced in place, so the old one goes and its file creates
+-- the new one.
+DROP FUNCTION IF EXISTS fulltime_settle_legs(bigint, fulltime_settle_bet[]);
+
 COMMENT ON TABLE outbox IS
     'Events written in the transaction that caused them (one row per bet placed, one row per '
     'settlement step listing its bets), consumed by the relay. Rows are inserted and later '
