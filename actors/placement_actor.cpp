@@ -46,6 +46,7 @@ void placement_actor::submit(pending_placement p) {
     p.queued = steady::now();
     m.stage(placement_stage::handoff).record(since(p.submitted, p.queued));
     queue_.push_back(std::move(p));
+    m.queued.add(1);
     if (!running_ && !scheduled_) {
         // Posted, not run now: the frames already read on this thread queue their placements
         // first, and commit with this one.
@@ -62,6 +63,7 @@ void placement_actor::stop() {
     for (auto& p : queue_) {
         p.reply->deliver(busy_result(std::string(shutting_down_message)));
     }
+    worker_->metrics->queued.add(-static_cast<std::int64_t>(queue_.size()));
     queue_.clear();
     worker_->closed = true;
     worker_->conn = db::pooled_connection{};
@@ -81,6 +83,7 @@ void placement_actor::start_next() {
     while (!queue_.empty() && group.size() < group_max_) {
         pending_placement next = std::move(queue_.front());
         queue_.pop_front();
+        m.queued.add(-1);
         if (now >= next.deadline) {
             m.busy_deadline.inc();
             next.reply->deliver(
@@ -88,6 +91,7 @@ void placement_actor::start_next() {
             continue;
         }
         m.stage(placement_stage::queue).record(since(next.queued, now));
+        m.queue_recent.record(since(next.queued, now));
         group.push_back(std::move(next));
     }
     if (group.empty()) {
@@ -114,6 +118,7 @@ asio::awaitable<void> placement_actor::run_group(std::shared_ptr<placement_actor
         for (std::size_t i = 0; i < group.size(); ++i) {
             m.stage(placement_stage::group).record(since(started, answer.sent));
             m.stage(placement_stage::database).record(since(answer.sent, answer.back));
+            m.database_recent.record(since(answer.sent, answer.back));
         }
     }
     for (std::size_t i = 0; i < group.size() && i < answer.results.size(); ++i) {

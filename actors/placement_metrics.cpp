@@ -67,7 +67,10 @@ placement_metrics::placement_metrics(metrics::registry& registry)
       purge_batches(registry.make_counter("fulltime_idempotency_purge_batches_total",
                                           "Purge transactions committed.")),
       purge_failures(registry.make_counter("fulltime_idempotency_purge_failures_total",
-                                           "Purge rounds that stopped on an error.")) {
+                                           "Purge rounds that stopped on an error.")),
+      queued(registry.make_gauge(
+          "fulltime_placement_queued",
+          "Placements waiting in the placement actors' queues for their actor's connection.")) {
     // The collector reads this object at scrape time: the engine keeps it alive as long as the
     // gateway serves /metrics.
     registry.add_collector([this](std::string& out) {

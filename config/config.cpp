@@ -371,6 +371,16 @@ settlement_settings read_settlement(const reader& r, const pool_settings& pool) 
     return st;
 }
 
+diagnostics_settings read_diagnostics(const reader& r) {
+    diagnostics_settings d;
+    d.sample_interval_ms =
+        r.integer("diagnostics.sample_interval_ms", limits::diagnosis_interval_ms_min,
+                  limits::diagnosis_interval_ms_max);
+    d.window_s = r.integer("diagnostics.window_s", 10, limits::diagnosis_window_s_max);
+    d.pgbouncer_admin_url = r.string("diagnostics.pgbouncer_admin_url", true);
+    return d;
+}
+
 reservation_settings read_reservations(const reader& r) {
     reservation_settings rs;
     rs.grace_s = r.integer("reservations.grace_s", 0, limits::reservation_deadline_s_max);
@@ -426,6 +436,7 @@ config load_config(const std::optional<std::string>& path,
     c.admin.lock_retries_max =
         r.size("admin.lock_retries_max", 0, limits::gateway_lock_retries_max);
     c.reservations = read_reservations(r);
+    c.diagnostics = read_diagnostics(r);
     c.reconcile = read_reconcile(r);
     c.markets = read_markets(r);
     return c;

@@ -171,8 +171,13 @@ struct pool_state : std::enable_shared_from_this<pool_state> {
         publish();
     }
 
-    pooled_connection lend(std::unique_ptr<connection> conn) {
+    // Counts one connection lent after waiting `waited` (zero when one was idle).
+    pooled_connection lend(std::unique_ptr<connection> conn, clock_type::duration waited = {}) {
         acquired_total_.fetch_add(1, std::memory_order_relaxed);
+        const auto us = std::chrono::duration_cast<std::chrono::microseconds>(waited);
+        acquire_waits_.record(us);
+        acquire_wait_us_total_.fetch_add(static_cast<std::uint64_t>(us.count()),
+                                         std::memory_order_relaxed);
         return pooled_connection(shared_from_this(), std::move(conn));
     }
 
@@ -218,6 +223,8 @@ struct pool_state : std::enable_shared_from_this<pool_state> {
     std::atomic<std::uint64_t> broken_total_{0};
     std::atomic<std::uint64_t> connect_failures_total_{0};
     std::atomic<std::int64_t> wait_us_max_{0};
+    std::atomic<std::uint64_t> acquire_wait_us_total_{0};
+    metrics::latency_window acquire_waits_;  ///< every lend's wait, for quantiles
 };
 
 pool_waiter::~pool_waiter() {
@@ -268,11 +275,12 @@ asio::awaitable<outcome<pooled_connection>> pool_state::acquire(std::shared_ptr<
     if (!w.granted_ && !w.failed_) {
         co_await w.timer_.async_wait(asio::as_tuple(asio::use_awaitable));
     }
-    s.record_wait(clock_type::now() - started);
+    const auto waited = clock_type::now() - started;
+    s.record_wait(waited);
 
     // A grant wins even when the timer expired at the same moment: the connection is ours.
     if (w.granted_) {
-        co_return s.lend(std::move(w.granted_));
+        co_return s.lend(std::move(w.granted_), waited);
     }
     if (w.failed_) {
         co_return std::move(*w.failed_);
@@ -369,6 +377,8 @@ pool_stats pool::stats() const {
     out.broken_total = s.broken_total_.load(std::memory_order_relaxed);
     out.connect_failures_total = s.connect_failures_total_.load(std::memory_order_relaxed);
     out.wait_us_max = s.wait_us_max_.load(std::memory_order_relaxed);
+    out.acquire_wait_us_total = s.acquire_wait_us_total_.load(std::memory_order_relaxed);
+    out.acquire_waits = s.acquire_waits_.read();
     return out;
 }
 
@@ -447,6 +457,10 @@ std::vector<pool_stats> pools::stats() const {
         sum.broken_total += s.broken_total;
         sum.connect_failures_total += s.connect_failures_total;
         sum.wait_us_max = std::max(sum.wait_us_max, s.wait_us_max);
+        sum.acquire_wait_us_total += s.acquire_wait_us_total;
+        for (std::size_t i = 0; i < s.acquire_waits.size(); ++i) {
+            sum.acquire_waits[i] += s.acquire_waits[i];
+        }
     }
     out.push_back(std::move(sum));
     for (const pool* p : {settlement.get(), read.get(), background.get()}) {

@@ -15,6 +15,10 @@ int result::rows() const noexcept { return res_ ? PQntuples(res_.get()) : 0; }
 
 int result::columns() const noexcept { return res_ ? PQnfields(res_.get()) : 0; }
 
+int result::column(const std::string& name) const noexcept {
+    return res_ ? PQfnumber(res_.get(), name.c_str()) : -1;
+}
+
 std::int64_t result::affected_rows() const noexcept {
     if (!res_) {
         return 0;

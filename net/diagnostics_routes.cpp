@@ -1,10 +1,13 @@
 #include "fulltime/net/diagnostics_routes.hpp"
 
+#include "fulltime/actors/peak_sampler.hpp"
 #include "fulltime/core/log.hpp"
+#include "fulltime/core/resources.hpp"
 #include "fulltime/db/diagnostics_statements.hpp"
 #include "fulltime/db/error.hpp"
 #include "fulltime/db/pool.hpp"
 #include "fulltime/limits.hpp"
+#include "fulltime/net/diagnosis_json.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -27,9 +30,25 @@ json pool_json(const db::pool_stats& s) {
             {"wait_max_ms", s.wait_us_max / 1000}};
 }
 
+// The sampler's part: its record, the verdict judged now, the series and the newest sample.
+void add_peak(json& body, const actors::peak_history& history) {
+    const auto samples = history.samples();
+    body["sampler"] = {
+        {"interval_ms", history.interval_ms()},
+        {"window_s", static_cast<std::int64_t>(history.capacity()) * history.interval_ms() / 1000},
+        {"samples", samples.size()},
+        {"samples_total", history.samples_total()},
+        {"failures_total", history.failures_total()},
+        {"last_error", history.last_error()}};
+    body["verdict"] = verdict_json(diagnosis::judge(samples));
+    body["series"] = series_json(samples);
+    body["latest"] = samples.empty() ? json(nullptr) : latest_json(samples.back());
+}
+
 asio::awaitable<http_response> get_diagnostics(db::pools* pools,
                                                const governor_state_reader* governor,
-                                               const std::string* server_settings) {
+                                               const std::string* server_settings,
+                                               const actors::peak_history* history) {
     json body;
     json by_name = json::object();
     for (const db::pool_stats& s : pools->stats()) {
@@ -73,24 +92,44 @@ asio::awaitable<http_response> get_diagnostics(db::pools* pools,
     if (!server_settings->empty()) {
         body["database"]["server_settings"] = json::parse(*server_settings, nullptr, false);
     }
+    if (history != nullptr) {
+        add_peak(body, *history);
+    }
     http_response r;
-    r.body = body.dump();
+    // Replacement, not an exception, for invalid UTF-8 in a session's application_name.
+    r.body = body.dump(-1, ' ', false, json::error_handler_t::replace);
+    co_return r;
+}
+
+asio::awaitable<http_response> get_dashboard() {
+    http_response r;
+    r.content_type = "text/html; charset=utf-8";
+    r.body = std::string(resources::dashboard_html());
     co_return r;
 }
 
 }  // namespace
 
 http_routes make_diagnostics_routes(db::pools& pools, governor_state_reader governor,
-                                    std::string server_settings) {
+                                    std::string server_settings,
+                                    std::shared_ptr<const actors::peak_history> history) {
     http_route route;
     route.name = "diagnostics";
     route.method = "GET";
     route.path = "/v1/diagnostics";
     route.auth = route_auth::admin;
     route.handler = [p = &pools, g = std::make_shared<governor_state_reader>(std::move(governor)),
-                     s = std::make_shared<const std::string>(std::move(server_settings))](
-                        http_request) { return get_diagnostics(p, g.get(), s.get()); };
-    return {std::move(route)};
+                     s = std::make_shared<const std::string>(std::move(server_settings)),
+                     h = history](http_request) {
+        return get_diagnostics(p, g.get(), s.get(), h.get());
+    };
+    http_route dashboard;
+    dashboard.name = "dashboard";
+    dashboard.method = "GET";
+    dashboard.path = "/dashboard";
+    dashboard.auth = route_auth::admin;
+    dashboard.handler = [](http_request) { return get_dashboard(); };
+    return {std::move(route), std::move(dashboard)};
 }
 
 }  // namespace fulltime::net

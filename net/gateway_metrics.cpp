@@ -12,6 +12,43 @@ namespace {
 
 std::string endpoint_label(ws_endpoint e) { return metrics::label("endpoint", path_of(e)); }
 
+// The acquire waits as a Prometheus histogram, folded from each pool's fine buckets: a fine
+// bucket counts under `le` when its upper bound is at most `le`, so a bucket count never
+// includes a wait longer than its bound. The last fine bucket (past about 2.5 s) holds every
+// longer wait and counts only under +Inf.
+void render_acquire_waits(const std::vector<db::pool_stats>& stats, std::string& out) {
+    constexpr std::string_view name = "fulltime_db_pool_acquire_wait_seconds";
+    constexpr std::int64_t bounds_us[] = {100,    1'000,   5'000,   10'000,
+                                          50'000, 100'000, 500'000, 1'000'000};
+    metrics::append_header(out, name,
+                           "Time an acquire waited for a connection (zero when one was idle).",
+                           "histogram");
+    char buf[48];
+    for (const auto& s : stats) {
+        const std::string pool = metrics::label("pool", s.name);
+        std::uint64_t count = 0;
+        for (const auto n : s.acquire_waits) {
+            count += n;
+        }
+        for (const auto le : bounds_us) {
+            std::uint64_t below = 0;
+            for (std::size_t i = 0; i + 1 < s.acquire_waits.size(); ++i) {
+                if (metrics::latency_window::upper_bound_us(i) <= le) {
+                    below += s.acquire_waits[i];
+                }
+            }
+            std::snprintf(buf, sizeof buf, "%g", static_cast<double>(le) / 1e6);
+            metrics::append_sample(out, std::string(name) + "_bucket",
+                                   pool + "," + metrics::label("le", buf), std::to_string(below));
+        }
+        metrics::append_sample(out, std::string(name) + "_bucket",
+                               pool + "," + metrics::label("le", "+Inf"), std::to_string(count));
+        std::snprintf(buf, sizeof buf, "%.6f", static_cast<double>(s.acquire_wait_us_total) / 1e6);
+        metrics::append_sample(out, std::string(name) + "_sum", pool, buf);
+        metrics::append_sample(out, std::string(name) + "_count", pool, std::to_string(count));
+    }
+}
+
 }  // namespace
 
 gateway_metrics::gateway_metrics(metrics::registry& r)
@@ -116,6 +153,7 @@ void render_pool_metrics(const db::pools& pools, std::string& out) {
             metrics::append_sample(out, f.name, metrics::label("pool", s.name), f.value(s));
         }
     }
+    render_acquire_waits(stats, out);
 }
 
 }  // namespace fulltime::net::detail

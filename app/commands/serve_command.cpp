@@ -4,6 +4,7 @@
 #include "app/commands/migrate_step.hpp"
 #include "app/commands/secret.hpp"
 
+#include "fulltime/actors/peak_sampler.hpp"
 #include "fulltime/actors/placement.hpp"
 #include "fulltime/actors/reconciliation.hpp"
 #include "fulltime/actors/reservation_sweeper.hpp"
@@ -47,7 +48,8 @@ boost::asio::awaitable<void> watch_signals(
     boost::asio::io_context& ioc, boost::asio::signal_set& signals, net::server& gateway,
     actors::placement_service& placement, actors::settlement_service& settlement,
     actors::reservation_sweeper& sweeper, actors::reconciliation_service& reconciliation,
-    std::shared_ptr<bool> pushes_stop, db::pools& pools, std::int64_t deadline_ms) {
+    actors::peak_sampler& sampler, std::shared_ptr<bool> pushes_stop, db::pools& pools,
+    std::int64_t deadline_ms) {
     auto [ec, signal_number] =
         co_await signals.async_wait(boost::asio::as_tuple(boost::asio::use_awaitable));
     if (ec) {
@@ -68,6 +70,7 @@ boost::asio::awaitable<void> watch_signals(
     placement.stop();
     settlement.stop();
     sweeper.stop();
+    sampler.stop();
     *pushes_stop = true;
     pools.close();
     signals.cancel();
@@ -130,6 +133,8 @@ int serve_command(const config& cfg) {
     actors::reconciliation_metrics reconciliation_metrics(registry);
     actors::reconciliation_service reconciliation(actor_runtime.system(), ioc.get_executor(),
                                                   *pools.background, cfg, reconciliation_metrics);
+    actors::peak_sampler sampler(actor_runtime.system(), ioc.get_executor(), pools, cfg,
+                                 placement_metrics, settlement_metrics, registry);
 
     net::services services;
     services.cfg = &cfg;
@@ -149,7 +154,7 @@ int serve_command(const config& cfg) {
     std::ranges::move(
         net::make_diagnostics_routes(
             pools, [&settlement_metrics] { return settlement_metrics.governor_json(); },
-            std::move(server_settings)),
+            std::move(server_settings), sampler.history()),
         std::back_inserter(services.routes));
     std::ranges::move(net::make_reconciliation_routes(pools, reconciliation),
                       std::back_inserter(services.routes));
@@ -175,7 +180,7 @@ int serve_command(const config& cfg) {
     boost::asio::co_spawn(
         ioc,
         watch_signals(ioc, signals, gateway, placement, settlement, sweeper, reconciliation,
-                      pushes_stop, pools, cfg.gateway.shutdown_deadline_ms),
+                      sampler, pushes_stop, pools, cfg.gateway.shutdown_deadline_ms),
         boost::asio::detached);
     ioc.run();
 
@@ -185,6 +190,7 @@ int serve_command(const config& cfg) {
     settlement.stop();
     sweeper.stop();
     reconciliation.stop();
+    sampler.stop();
 
     // The other loops end once their sessions, groups and connections are gone; a loop still
     // busy after the shutdown deadline is stopped.

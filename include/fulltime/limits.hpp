@@ -108,6 +108,32 @@ inline constexpr std::size_t diagnostics_refused_events_max = 20;
 /// statement that builds its JSON in PostgreSQL, so the answer stays small.
 inline constexpr std::size_t market_events_listed_max = 100;
 
+// --- Peak diagnosis (core/peak_diagnosis.hpp, actors/peak_sampler.hpp) -------------------------
+
+/// Upper bounds on `diagnostics.sample_interval_ms` and `diagnostics.window_s`: a sample every
+/// 100 ms at the fastest (each is a handful of catalog reads), and at most an hour kept.
+inline constexpr std::int64_t diagnosis_interval_ms_min = 100;
+inline constexpr std::int64_t diagnosis_interval_ms_max = 60'000;
+inline constexpr std::int64_t diagnosis_window_s_max = 3600;
+/// Sessions of one kind (lock waiters, idle in transaction) and backlogged markets one sample
+/// keeps, so that a sample stays small however bad the peak.
+inline constexpr std::size_t diagnosis_sessions_max = 10;
+inline constexpr std::size_t diagnosis_markets_max = 10;
+/// Shortest pause between two pg_blocking_pids reads: the documentation warns that frequent
+/// calls cost the server (it takes the lock manager's partition locks).
+inline constexpr std::int64_t diagnosis_blockers_interval_ms = 2000;
+/// The verdict's rules (core/peak_diagnosis.hpp, thresholds): the samples of the last 30 s,
+/// at least 5 of them; a signal in at least a fifth of them; a wait for a connection counts from
+/// 5 ms and twice the database time; 1,000 dead tuples more over the window, behind a
+/// transaction open for 10 s or more.
+inline constexpr std::int64_t diagnosis_verdict_window_ms = 30'000;
+inline constexpr std::size_t diagnosis_samples_min = 5;
+inline constexpr double diagnosis_share_min = 0.2;
+inline constexpr std::int64_t diagnosis_connection_wait_us_min = 5'000;
+inline constexpr double diagnosis_connection_wait_ratio_min = 2.0;
+inline constexpr std::int64_t diagnosis_dead_tuples_rise_min = 1'000;
+inline constexpr std::int64_t diagnosis_oldest_transaction_ms_min = 10'000;
+
 // --- Actors ------------------------------------------------------------------------------------
 
 /// Upper bound on the configurable CAF scheduler threads (`actors.scheduler_threads`); far above

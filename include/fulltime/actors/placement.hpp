@@ -41,6 +41,7 @@ class pool;
 
 namespace fulltime::metrics {
 class counter;
+class gauge;
 class registry;
 }  // namespace fulltime::metrics
 
@@ -85,9 +86,14 @@ struct placement_metrics {
     metrics::counter& purged_keys;       ///< idempotency keys deleted by the purge actor
     metrics::counter& purge_batches;     ///< purge transactions committed
     metrics::counter& purge_failures;    ///< purge transactions that failed
+    metrics::gauge& queued;              ///< placements waiting in the actors' queues
     metrics::latency_histogram latency;  ///< place request to answer, as the gateway sees it
     /// The same durations in fine buckets, for the settlement governor's sliding p99.
     metrics::latency_window recent;
+    /// The queue and database stages in fine buckets, for the peak sampler's per-interval p99
+    /// (a bet's wait for its actor's connection against its time in the database).
+    metrics::latency_window queue_recent;
+    metrics::latency_window database_recent;
 
     /// Returns the histogram of one stage.
     metrics::latency_histogram& stage(placement_stage s) noexcept {

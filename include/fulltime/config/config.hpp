@@ -133,6 +133,15 @@ struct reconcile_settings {
     std::int64_t run_timeout_ms = 0;        ///< a run stops (failed) past it; POST waits as long
 };
 
+/// Holds settings of the peak sampler (actors/peak_sampler.hpp): how often it reads the engine
+/// and the database, how long it keeps what it read, and PgBouncer's admin console, when the
+/// engine runs behind one.
+struct diagnostics_settings {
+    std::int64_t sample_interval_ms = 1000;  ///< between two samples
+    std::int64_t window_s = 600;             ///< samples kept, in seconds of history
+    std::string pgbouncer_admin_url;         ///< empty: no SHOW POOLS
+};
+
 /// Holds the defaults of a market created by the feed without its own limits.
 struct market_defaults {
     std::int64_t stake_min_minor = 0;
@@ -156,6 +165,7 @@ struct config {
     admin_settings admin;
     reservation_settings reservations;
     reconcile_settings reconcile;
+    diagnostics_settings diagnostics;
     market_defaults markets;
 };
 

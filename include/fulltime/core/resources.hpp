@@ -26,4 +26,7 @@ std::string_view default_config();
 /// db/functions/*.sql in file-name order (kind source_kind::function).
 std::vector<migration_source> migrations();
 
+/// Returns net/dashboard.html as it was at build time: the page GET /dashboard serves.
+std::string_view dashboard_html();
+
 }  // namespace fulltime::resources

@@ -8,6 +8,7 @@
 /// called from any thread.
 
 #include "fulltime/config/config.hpp"
+#include "fulltime/core/latency_window.hpp"
 #include "fulltime/db/connection.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
@@ -35,7 +36,11 @@ struct pool_stats {
     std::uint64_t rejected_total = 0;  ///< acquires refused because the queue was full
     std::uint64_t broken_total = 0;    ///< connections discarded as broken
     std::uint64_t connect_failures_total = 0;
-    std::int64_t wait_us_max = 0;  ///< longest wait for a connection since start
+    std::int64_t wait_us_max = 0;             ///< longest wait for a connection since start
+    std::uint64_t acquire_wait_us_total = 0;  ///< every lend's wait, summed
+    /// Every lend's wait (zero when a connection was idle), in fine buckets: quantiles over an
+    /// interval come from the difference of two snapshots (latency_window::quantile).
+    metrics::latency_window::snapshot acquire_waits{};
 };
 
 class pool;

@@ -24,6 +24,9 @@ public:
     int rows() const noexcept;
     /// Returns the number of columns.
     int columns() const noexcept;
+
+    /// Returns the index of the column named `name`, or -1 when there is none.
+    int column(const std::string& name) const noexcept;
     /// Returns the number of rows an INSERT/UPDATE/DELETE affected (0 when not applicable).
     std::int64_t affected_rows() const noexcept;
     /// Returns whether the value at (row, col) is SQL NULL.

@@ -3,17 +3,24 @@
 /// behind slow placements (docs/design.md, "Observability at the peak"), as one JSON document: the
 /// settlement backlog per market (events stored but not applied, and the oldest one's age), the
 /// engine's pools, and the database's lock waiters, oldest transaction and idle-in-transaction
-/// sessions, and the hot tables' dead tuples. Read from the primary on the background pool;
-/// each call is a handful of catalog queries, cheap enough to poll every few seconds.
+/// sessions, and the hot tables' dead tuples; then the peak sampler's verdict with its evidence,
+/// its samples as series on one time axis, and what its newest sample saw (net/diagnosis_json.hpp).
+/// Read from the primary on the background pool; each call is a handful of catalog queries,
+/// cheap enough to poll every few seconds.
 
 #include "fulltime/net/http_route.hpp"
 
 #include <functional>
+#include <memory>
 #include <string>
 
 namespace fulltime::db {
 struct pools;
 }  // namespace fulltime::db
+
+namespace fulltime::actors {
+class peak_history;
+}  // namespace fulltime::actors
 
 namespace fulltime::net {
 
@@ -21,8 +28,11 @@ namespace fulltime::net {
 /// "settlement"), read when the route is called.
 using governor_state_reader = std::function<std::string()>;
 
-/// Returns the diagnostics route. `pools` must outlive the gateway; `governor` may be empty.
+/// Returns the diagnostics route and GET /dashboard (admin token: Authorization or ?token=),
+/// the page that plots GET /v1/diagnostics live. `pools` must outlive the gateway; `governor`
+/// may be empty; without `history` (no sampler) the document has no verdict and no series.
 http_routes make_diagnostics_routes(db::pools& pools, governor_state_reader governor = {},
-                                    std::string server_settings = {});
+                                    std::string server_settings = {},
+                                    std::shared_ptr<const actors::peak_history> history = {});
 
 }  // namespace fulltime::net
