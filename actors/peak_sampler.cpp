@@ -29,8 +29,11 @@ using metrics::latency_window;
 
 // --- peak_history -------------------------------------------------------------------------
 
-peak_history::peak_history(std::size_t capacity, std::int64_t interval_ms)
-    : capacity_(std::max<std::size_t>(capacity, 1)), interval_ms_(interval_ms) {}
+peak_history::peak_history(std::size_t capacity, std::int64_t interval_ms,
+                           diagnosis::thresholds thresholds)
+    : capacity_(std::max<std::size_t>(capacity, 1)),
+      interval_ms_(interval_ms),
+      thresholds_(thresholds) {}
 
 void peak_history::push(diagnosis::sample s) {
     std::lock_guard lock(mutex_);
@@ -39,14 +42,14 @@ void peak_history::push(diagnosis::sample s) {
         samples_.pop_front();
     }
     ++samples_total_;
-    // The verdict's window is at most a few dozen samples: judge only those.
+    // Judge only the samples the verdict's window can hold.
     const std::size_t keep = std::min<std::size_t>(
-        samples_.size(), static_cast<std::size_t>(limits::diagnosis_verdict_window_ms /
-                                                  std::max<std::int64_t>(interval_ms_, 1)) +
-                             2);
+        samples_.size(),
+        static_cast<std::size_t>(thresholds_.window_ms / std::max<std::int64_t>(interval_ms_, 1)) +
+            2);
     const std::vector<diagnosis::sample> recent(samples_.end() - static_cast<std::ptrdiff_t>(keep),
                                                 samples_.end());
-    verdict_ = diagnosis::judge(recent);
+    verdict_ = diagnosis::judge(recent, thresholds_);
 }
 
 void peak_history::failed(std::string why) {
@@ -435,8 +438,11 @@ peak_sampler::peak_sampler(caf::actor_system& system, asio::any_io_executor io, 
     : impl_(std::make_shared<impl>()) {
     const auto& d = cfg.diagnostics;
     FULLTIME_ASSERT(d.sample_interval_ms > 0);
+    diagnosis::thresholds rules;
+    rules.window_ms = d.verdict_window_s * 1000;
     impl_->history = std::make_shared<peak_history>(
-        static_cast<std::size_t>(d.window_s * 1000 / d.sample_interval_ms), d.sample_interval_ms);
+        static_cast<std::size_t>(d.window_s * 1000 / d.sample_interval_ms), d.sample_interval_ms,
+        rules);
     impl_->memory = std::make_shared<sampler_memory>();
     sampler_inputs in;
     in.io = std::move(io);

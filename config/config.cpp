@@ -377,6 +377,7 @@ diagnostics_settings read_diagnostics(const reader& r) {
         r.integer("diagnostics.sample_interval_ms", limits::diagnosis_interval_ms_min,
                   limits::diagnosis_interval_ms_max);
     d.window_s = r.integer("diagnostics.window_s", 10, limits::diagnosis_window_s_max);
+    d.verdict_window_s = r.integer("diagnostics.verdict_window_s", 5, d.window_s);
     d.pgbouncer_admin_url = r.string("diagnostics.pgbouncer_admin_url", true);
     return d;
 }

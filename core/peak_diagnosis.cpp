@@ -109,7 +109,8 @@ std::optional<finding> shared_rows(std::span<const sample> w, const thresholds& 
             last = b;
         }
     }
-    if (static_cast<double>(locked) < t.share_min * static_cast<double>(w.size())) {
+    if (locked == 0 ||
+        static_cast<double>(locked) < t.lock_share_min * static_cast<double>(w.size())) {
         return std::nullopt;
     }
     finding f;
@@ -126,8 +127,14 @@ std::optional<finding> shared_rows(std::span<const sample> w, const thresholds& 
                          std::to_string(locked) + " samples (at most " +
                          std::to_string(peak_settled_per_s) + " settled bets/s)");
     if (!blockers.empty()) {
-        const auto top =
-            std::ranges::max_element(blockers, {}, [](const auto& kv) { return kv.second.first; });
+        // The culprit is the root of the chains: the blocker seen most often among those not
+        // waiting for a lock themselves (a settlement batch that waits while it holds rows is
+        // a link, not the cause); else the one seen most often.
+        const auto rank = [](const auto& kv) {
+            const bool link = kv.second.second.wait_event.starts_with("Lock:");
+            return std::pair(!link, kv.second.first);
+        };
+        const auto top = std::ranges::max_element(blockers, {}, rank);
         f.culprit = top->second.second;
         std::string line = "blocking sessions seen:";
         for (const auto& [pid, seen] : blockers) {
@@ -309,6 +316,7 @@ thresholds::thresholds() noexcept
     : window_ms(limits::diagnosis_verdict_window_ms),
       samples_min(limits::diagnosis_samples_min),
       share_min(limits::diagnosis_share_min),
+      lock_share_min(limits::diagnosis_lock_share_min),
       connection_wait_us_min(limits::diagnosis_connection_wait_us_min),
       connection_wait_ratio_min(limits::diagnosis_connection_wait_ratio_min),
       dead_tuples_rise_min(limits::diagnosis_dead_tuples_rise_min),
@@ -338,6 +346,7 @@ verdict judge(std::span<const sample> samples, const thresholds& limits) {
     if (rows) {
         v.findings.push_back(std::move(*rows));
     }
+    // A queue behind lock waits is the locks' doing: connections only while they stay flat.
     auto pools = connections(w, limits, v.findings.empty());
     if (pools) {
         v.findings.push_back(std::move(*pools));

@@ -40,7 +40,7 @@ void add_peak(json& body, const actors::peak_history& history) {
         {"samples_total", history.samples_total()},
         {"failures_total", history.failures_total()},
         {"last_error", history.last_error()}};
-    body["verdict"] = verdict_json(diagnosis::judge(samples));
+    body["verdict"] = verdict_json(diagnosis::judge(samples, history.thresholds()));
     body["series"] = series_json(samples);
     body["latest"] = samples.empty() ? json(nullptr) : latest_json(samples.back());
 }

@@ -32,6 +32,12 @@ int reconcile_command(const config& cfg, const std::vector<std::string>& args);
 /// error, or the database could not be reached or did not answer.
 int audit_command(const config& cfg, const std::vector<std::string>& args);
 
+/// Asks a running engine (the configured listen address, or --url) for GET /v1/diagnostics and
+/// prints the verdict, its evidence and the newest samples (`fulltime diagnose [--url URL]
+/// [--json] [--samples N]`). Exit status 0: quiet (or too few samples yet); 1: a mechanism is
+/// named; 2: usage error, or the engine could not be reached or refused.
+int diagnose_command(const config& cfg, const std::vector<std::string>& args);
+
 /// Drives placements over WebSocket against a running engine and prints figures as JSON
 /// (`fulltime bench-placement --port P --connections N --accounts M ...`).
 int bench_command(const config& cfg, const std::vector<std::string>& args);

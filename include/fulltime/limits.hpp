@@ -122,13 +122,15 @@ inline constexpr std::size_t diagnosis_markets_max = 10;
 /// Shortest pause between two pg_blocking_pids reads: the documentation warns that frequent
 /// calls cost the server (it takes the lock manager's partition locks).
 inline constexpr std::int64_t diagnosis_blockers_interval_ms = 2000;
-/// The verdict's rules (core/peak_diagnosis.hpp, thresholds): the samples of the last 30 s,
-/// at least 5 of them; a signal in at least a fifth of them; a wait for a connection counts from
-/// 5 ms and twice the database time; 1,000 dead tuples more over the window, behind a
-/// transaction open for 10 s or more.
+/// The verdict's rules (core/peak_diagnosis.hpp, thresholds): the samples of the last 30 s
+/// (`diagnostics.verdict_window_s`), at least 5 of them; waits for a connection in at least a
+/// fifth of them, lock waits in at least a tenth (an instant's sample catches a lock wait less
+/// often than a queue); a wait for a connection counts from 5 ms and twice the database time;
+/// 1,000 dead tuples more over the window, behind a transaction open for 10 s or more.
 inline constexpr std::int64_t diagnosis_verdict_window_ms = 30'000;
 inline constexpr std::size_t diagnosis_samples_min = 5;
 inline constexpr double diagnosis_share_min = 0.2;
+inline constexpr double diagnosis_lock_share_min = 0.1;
 inline constexpr std::int64_t diagnosis_connection_wait_us_min = 5'000;
 inline constexpr double diagnosis_connection_wait_ratio_min = 2.0;
 inline constexpr std::int64_t diagnosis_dead_tuples_rise_min = 1'000;

@@ -51,7 +51,8 @@ struct settlement_metrics;
 /// Every member is safe to call from any thread.
 class peak_history {
 public:
-    explicit peak_history(std::size_t capacity, std::int64_t interval_ms);
+    peak_history(std::size_t capacity, std::int64_t interval_ms,
+                 diagnosis::thresholds thresholds = {});
 
     /// Appends one sample (dropping the oldest beyond capacity) and judges the window again.
     void push(diagnosis::sample s);
@@ -66,6 +67,7 @@ public:
     diagnosis::sample latest() const;
 
     std::size_t capacity() const noexcept { return capacity_; }
+    const diagnosis::thresholds& thresholds() const noexcept { return thresholds_; }
     std::int64_t interval_ms() const noexcept { return interval_ms_; }
     std::uint64_t samples_total() const;
     std::uint64_t failures_total() const;
@@ -74,6 +76,7 @@ public:
 private:
     const std::size_t capacity_;
     const std::int64_t interval_ms_;
+    const diagnosis::thresholds thresholds_;
     mutable std::mutex mutex_;
     std::deque<diagnosis::sample> samples_;
     diagnosis::verdict verdict_;

@@ -139,6 +139,7 @@ struct reconcile_settings {
 struct diagnostics_settings {
     std::int64_t sample_interval_ms = 1000;  ///< between two samples
     std::int64_t window_s = 600;             ///< samples kept, in seconds of history
+    std::int64_t verdict_window_s = 30;      ///< the newest samples the verdict judges
     std::string pgbouncer_admin_url;         ///< empty: no SHOW POOLS
 };
 

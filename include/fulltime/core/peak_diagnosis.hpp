@@ -154,7 +154,8 @@ struct verdict {
 struct thresholds {
     std::int64_t window_ms;                  ///< the samples judged: those this recent
     std::size_t samples_min;                 ///< fewer: no_data
-    double share_min;                        ///< of samples that must show a signal
+    double share_min;                        ///< of samples that must show a wait for a connection
+    double lock_share_min;                   ///< of samples that must show a lock wait
     std::int64_t connection_wait_us_min;     ///< a wait for a connection shorter is no signal
     double connection_wait_ratio_min;        ///< ... and it must exceed the database time so
     std::int64_t dead_tuples_rise_min;       ///< over the window, summed over the hot tables

@@ -1,0 +1,234 @@
+// `fulltime diagnose`: asks a running engine for GET /v1/diagnostics, with an admin token signed
+// here from the engine's token secret, and prints the verdict, its evidence and the newest
+// samples in a terminal.
+
+#include "app/commands/commands.hpp"
+#include "app/commands/secret.hpp"
+
+#include "fulltime/core/token.hpp"
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <stdexcept>
+#include <string>
+
+namespace fulltime::app {
+
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using nlohmann::json;
+
+constexpr const char* usage =
+    "usage: fulltime diagnose [--url http://HOST:PORT] [--json] [--samples N]";
+constexpr std::int64_t token_ttl_s = 60;
+constexpr auto request_timeout = std::chrono::seconds(10);
+
+struct options {
+    std::string host;
+    std::string port;
+    bool raw_json = false;
+    std::size_t samples = 10;
+};
+
+options parse(const config& cfg, const std::vector<std::string>& args) {
+    options o;
+    o.host = cfg.gateway.host;
+    o.port = std::to_string(cfg.gateway.port);
+    for (std::size_t i = 0; i < args.size(); ++i) {
+        if (args[i] == "--json") {
+            o.raw_json = true;
+        } else if (args[i] == "--url" && i + 1 < args.size()) {
+            std::string url = args[++i];
+            const std::string scheme = "http://";
+            if (url.rfind(scheme, 0) != 0) {
+                throw std::invalid_argument("--url must start with http://, got '" + url + "'");
+            }
+            url = url.substr(scheme.size());
+            if (const auto slash = url.find('/'); slash != std::string::npos) {
+                url.resize(slash);
+            }
+            const auto colon = url.rfind(':');
+            if (colon == std::string::npos || colon + 1 == url.size()) {
+                throw std::invalid_argument("--url needs a port, e.g. http://127.0.0.1:8080");
+            }
+            o.host = url.substr(0, colon);
+            o.port = url.substr(colon + 1);
+        } else if (args[i] == "--samples" && i + 1 < args.size()) {
+            o.samples = static_cast<std::size_t>(std::stoul(args[++i]));
+        } else {
+            throw std::invalid_argument(usage);
+        }
+    }
+    if (o.port == "0") {
+        throw std::invalid_argument(
+            "the configured listen port is 0 (chosen at start): give the engine's address with "
+            "--url http://HOST:PORT");
+    }
+    return o;
+}
+
+// GET target from host:port with a bearer token; returns (status, body). Throws on I/O errors.
+std::pair<unsigned, std::string> get(const options& o, const std::string& target,
+                                     const std::string& bearer) {
+    asio::io_context ioc;
+    asio::ip::tcp::resolver resolver(ioc);
+    beast::tcp_stream stream(ioc);
+    stream.expires_after(request_timeout);
+    stream.connect(resolver.resolve(o.host, o.port));
+    http::request<http::empty_body> req{http::verb::get, target, 11};
+    req.set(http::field::host, o.host);
+    req.set(http::field::authorization, "Bearer " + bearer);
+    http::write(stream, req);
+    beast::flat_buffer buffer;
+    http::response<http::string_body> res;
+    http::read(stream, buffer, res);
+    beast::error_code ignored;
+    stream.socket().shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
+    return {res.result_int(), res.body()};
+}
+
+std::string number(const json& v, const char* format) {
+    if (!v.is_number()) {
+        return "-";
+    }
+    char buf[32];
+    std::snprintf(buf, sizeof buf, format, v.get<double>());
+    return buf;
+}
+
+json at(const json& series, const char* key, std::size_t i) {
+    const auto it = series.find(key);
+    return it != series.end() && it->is_array() && i < it->size() ? (*it)[i] : json(nullptr);
+}
+
+// Sum of a family of named series at index i (dead tuples over the hot tables), or null.
+json sum_at(const json& series, const char* key, std::size_t i) {
+    const auto it = series.find(key);
+    if (it == series.end() || !it->is_object()) {
+        return nullptr;
+    }
+    double total = 0;
+    bool any = false;
+    for (const auto& [name, values] : it->items()) {
+        if (i < values.size() && values[i].is_number()) {
+            total += values[i].get<double>();
+            any = true;
+        }
+    }
+    return any ? json(total) : json(nullptr);
+}
+
+std::string clock_of(std::int64_t t_ms) {
+    const std::time_t t = static_cast<std::time_t>(t_ms / 1000);
+    std::tm tm{};
+    gmtime_r(&t, &tm);
+    char buf[16];
+    std::strftime(buf, sizeof buf, "%H:%M:%S", &tm);
+    return buf;
+}
+
+void print(const json& d, std::size_t samples) {
+    const json& v = d.value("verdict", json::object());
+    std::printf("verdict: %s\n  %s\n", v.value("code", std::string("?")).c_str(),
+                v.value("summary", std::string()).c_str());
+    for (const auto& e : v.value("evidence", json::array())) {
+        std::printf("  - %s\n", e.get<std::string>().c_str());
+    }
+    if (v.contains("culprit")) {
+        const json& c = v["culprit"];
+        std::printf("  look at: pid %d (%s), %s, transaction open %lld ms\n", c.value("pid", 0),
+                    c.value("application_name", std::string()).c_str(),
+                    c.value("state", std::string()).c_str(),
+                    static_cast<long long>(c.value("age_ms", std::int64_t{0})));
+    }
+    for (const auto& f : v.value("findings", json::array())) {
+        if (f.value("code", std::string()) != v.value("code", std::string())) {
+            std::printf("also: %s: %s\n", f.value("code", std::string()).c_str(),
+                        f.value("summary", std::string()).c_str());
+        }
+    }
+    const json& s = d.value("series", json::object());
+    const json t = s.value("t_ms", json::array());
+    std::printf("\n%-8s %9s %8s %8s %8s %9s %9s %6s %8s %9s %7s\n", "UTC", "placed/s", "p50 ms",
+                "p99 ms", "queue ms", "settled/s", "backlog s", "locks", "oldest s", "dead tup",
+                "queued");
+    const std::size_t from = t.size() > samples ? t.size() - samples : 0;
+    for (std::size_t i = from; i < t.size(); ++i) {
+        const json backlog = at(s, "settlement_backlog_age_ms", i);
+        const json oldest = at(s, "oldest_transaction_ms", i);
+        std::printf(
+            "%-8s %9s %8s %8s %8s %9s %9s %6s %8s %9s %7s\n",
+            clock_of(t[i].get<std::int64_t>()).c_str(),
+            number(at(s, "placements_per_s", i), "%.0f").c_str(),
+            number(at(s, "placement_p50_ms", i), "%.1f").c_str(),
+            number(at(s, "placement_p99_ms", i), "%.1f").c_str(),
+            number(at(s, "placement_queue_p99_ms", i), "%.1f").c_str(),
+            number(at(s, "settled_bets_per_s", i), "%.0f").c_str(),
+            number(backlog.is_number() ? json(backlog.get<double>() / 1000) : backlog, "%.1f")
+                .c_str(),
+            number(at(s, "lock_waiters", i), "%.0f").c_str(),
+            number(oldest.is_number() ? json(oldest.get<double>() / 1000) : oldest, "%.0f").c_str(),
+            number(sum_at(s, "dead_tuples", i), "%.0f").c_str(),
+            number(at(s, "placement_queued", i), "%.0f").c_str());
+    }
+    const json& sampler = d.value("sampler", json::object());
+    std::printf("\nsampler: every %lld ms, %lld samples kept, %lld failed reads%s%s\n",
+                static_cast<long long>(sampler.value("interval_ms", std::int64_t{0})),
+                static_cast<long long>(sampler.value("samples", std::int64_t{0})),
+                static_cast<long long>(sampler.value("failures_total", std::int64_t{0})),
+                sampler.value("last_error", std::string()).empty() ? "" : "; last: ",
+                sampler.value("last_error", std::string()).c_str());
+}
+
+}  // namespace
+
+int diagnose_command(const config& cfg, const std::vector<std::string>& args) {
+    const options o = parse(cfg, args);
+    token::claims claims;
+    claims.kind = token::kind::admin;
+    claims.expires_at_s = std::chrono::duration_cast<std::chrono::seconds>(
+                              std::chrono::system_clock::now().time_since_epoch())
+                              .count() +
+                          token_ttl_s;
+    const std::string bearer = token::sign(claims, load_or_create_token_secret(cfg));
+    std::pair<unsigned, std::string> reply;
+    try {
+        reply = get(o, "/v1/diagnostics", bearer);
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "diagnose: cannot reach the engine at %s:%s: %s\n", o.host.c_str(),
+                     o.port.c_str(), e.what());
+        return 2;
+    }
+    const auto& [status, body] = reply;
+    if (status != 200) {
+        std::fprintf(stderr, "diagnose: GET /v1/diagnostics answered %u: %s\n", status,
+                     body.c_str());
+        return 2;
+    }
+    const json d = json::parse(body, nullptr, false);
+    if (!d.is_object()) {
+        std::fprintf(stderr, "diagnose: the engine's answer is not JSON\n");
+        return 2;
+    }
+    if (o.raw_json) {
+        std::printf("%s\n", d.dump(2).c_str());
+    } else {
+        print(d, o.samples);
+    }
+    const std::string code = d.value("verdict", json::object()).value("code", std::string());
+    return code == "quiet" || code == "no_data" ? 0 : 1;
+}
+
+}  // namespace fulltime::app
