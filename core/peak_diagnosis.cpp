@@ -256,8 +256,9 @@ std::optional<finding> oldest_transaction(std::span<const sample> w, const thres
                          ", open for " + seconds(old.age_ms) +
                          (old.query_start.empty() ? "" : ", last query at " + old.query_start));
     if (last->idle_in_transaction > 0) {
-        std::string idle =
-            std::to_string(last->idle_in_transaction) + " sessions idle in a transaction:";
+        std::string idle = std::to_string(last->idle_in_transaction) +
+                           (last->idle_in_transaction == 1 ? " session" : " sessions") +
+                           " idle in a transaction:";
         for (const auto& s : last->idle_sessions) {
             idle += " " + who(s) + " " + seconds(s.age_ms) + ";";
         }
