@@ -7,7 +7,8 @@ Chromium with data in its charts (the screenshot is kept under build/test-artifa
   - shared rows: a market's settlement burst on the accounts that keep placing on another
     market, with a long lock timeout;
   - the oldest transaction: a session left idle in a transaction while placements churn the
-    hot rows, named by its pid within 30 s.
+    hot rows, named by its pid within 30 s;
+  - connections behind PgBouncer: SHOW POOLS read on its admin console, a client waiting.
 
 Every wait is on an event (the verdict changing, a market applied) with a deadline, never a
 fixed sleep. Money invariants after each scenario."""
@@ -18,6 +19,7 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
 import threading
 import time
 import unittest
@@ -412,6 +414,88 @@ class DiagnosisTest(EngineTestCase):
             self.assertEqual(engine.stop(), 0, engine.log())
         assert_money_invariants(self, self.db_url)
 
+
+    def test_pgbouncer_clients_waiting_are_read_from_show_pools(self):
+        # A PgBouncer in transaction mode with one server connection for the test database:
+        # one client holds it in a transaction, another waits. The sampler reads SHOW POOLS on
+        # the admin console and the waiting client makes the verdict connections.
+        bouncer = PgBouncer(self.db_name)
+        self.addCleanup(bouncer.stop)
+        engine = self.start({"FULLTIME_DIAGNOSTICS_PGBOUNCER_ADMIN_URL": bouncer.admin_url})
+        try:
+            with psycopg.connect(bouncer.url, autocommit=True) as holder:
+                holder.execute("BEGIN")
+                holder.execute("SELECT 1").fetchone()
+                waiter = threading.Thread(target=bouncer.query_one, daemon=True)
+                waiter.start()
+                doc = self.wait_verdict(engine, "connections")
+                holder.execute("COMMIT")
+                waiter.join(60)
+            self.assertGreaterEqual(max(x or 0 for x in doc["series"]["pgbouncer_clients_waiting"]), 1)
+            self.assertIn("pgbouncer", doc["latest"])
+            self.assertTrue(any(e.startswith("PgBouncer clients waiting") for e in
+                                doc["verdict"]["evidence"]), doc["verdict"])
+            self.assertEqual(doc["sampler"]["failures_total"], 0, doc["sampler"])
+            status, metrics = engine.get("/metrics")
+            self.assertIn("fulltime_pgbouncer_clients_waiting ", metrics)
+        finally:
+            self.assertEqual(engine.stop(), 0, engine.log())
+
+
+class PgBouncer:
+    """A PgBouncer (Debian's) in front of the test server for one database, transaction
+    pooling, one server connection, trust authentication, on a Unix socket of its own."""
+
+    def __init__(self, db_name):
+        from harness import test_database_url
+        server = psycopg.conninfo.conninfo_to_dict(test_database_url())
+        self.dir = tempfile.mkdtemp(prefix="fulltime-pgbouncer-")
+        self.port = 6400 + os.getpid() % 500
+        user = server.get("user", "fulltime")
+        with open(os.path.join(self.dir, "users.txt"), "w") as f:
+            f.write(f'"{user}" ""\n')
+        with open(os.path.join(self.dir, "pgbouncer.ini"), "w") as f:
+            f.write(f"""[databases]
+{db_name} = host={server['host']} port={server.get('port', '5432')} dbname={db_name} user={user}
+[pgbouncer]
+listen_addr =
+listen_port = {self.port}
+unix_socket_dir = {self.dir}
+auth_type = trust
+auth_file = {self.dir}/users.txt
+admin_users = {user}
+pool_mode = transaction
+default_pool_size = 1
+max_client_conn = 20
+logfile = {self.dir}/pgbouncer.log
+pidfile = {self.dir}/pgbouncer.pid
+""")
+        command = [shutil.which("pgbouncer") or "/usr/sbin/pgbouncer"]
+        if os.geteuid() == 0:
+            # PgBouncer refuses to run as root.
+            shutil.chown(self.dir, "postgres")
+            for name in os.listdir(self.dir):
+                shutil.chown(os.path.join(self.dir, name), "postgres")
+            command += ["-u", "postgres"]
+        self.proc = subprocess.Popen(command + [os.path.join(self.dir, "pgbouncer.ini")],
+                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self.url = f"host={self.dir} port={self.port} dbname={db_name} user={user}"
+        self.admin_url = f"host={self.dir} port={self.port} dbname=pgbouncer user={user}"
+        until = time.monotonic() + 30
+        while not os.path.exists(os.path.join(self.dir, f".s.PGSQL.{self.port}")):
+            if self.proc.poll() is not None or time.monotonic() > until:
+                raise AssertionError("pgbouncer did not start: " + self.proc.stdout.read())
+            time.sleep(0.05)
+
+    def query_one(self):
+        with psycopg.connect(self.url, autocommit=True) as conn:
+            conn.execute("SELECT 1").fetchone()
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait(30)
+        self.proc.stdout.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
 
 if __name__ == "__main__":
     unittest.main()
