@@ -45,9 +45,15 @@ bool lock_signal(const sample& s) {
     return (s.database_ok && s.lock_waiters > 0) || s.lock_timeouts > 0;
 }
 
-// Whether bets or pool users waited for a connection in this sample: the placement queue's p99
-// past both the floor and `ratio` times the database time, or any pool (or PgBouncer) with
-// waiters or a long acquire.
+// Whether a pool serves bettors (placement, and the reads of balances and bet lists). Waits in
+// the settlement and background pools hold back no placement: settlement's batches are paced
+// by its slots, and the background pool serves the sweeper, the pushes and diagnostics
+// themselves.
+bool bettor_facing(const pool_reading& p) { return p.name == "placement" || p.name == "read"; }
+
+// Whether bets or bettors' reads waited for a connection in this sample: the placement queue's
+// p99 past both the floor and `ratio` times the database time, or a bettor-facing pool (or
+// PgBouncer) with waiters or a long acquire.
 bool connection_signal(const sample& s, const thresholds& t) {
     if (s.queue_p99_us && *s.queue_p99_us >= t.connection_wait_us_min &&
         static_cast<double>(*s.queue_p99_us) >=
@@ -55,8 +61,9 @@ bool connection_signal(const sample& s, const thresholds& t) {
         return true;
     }
     for (const auto& p : s.pools) {
-        if (p.waiting > 0 ||
-            (p.acquire_wait_p99_us && *p.acquire_wait_p99_us >= t.connection_wait_us_min)) {
+        if (bettor_facing(p) &&
+            (p.waiting > 0 ||
+             (p.acquire_wait_p99_us && *p.acquire_wait_p99_us >= t.connection_wait_us_min))) {
             return true;
         }
     }
@@ -166,8 +173,10 @@ std::optional<finding> connections(std::span<const sample> w, const thresholds& 
         }
         queued_peak = std::max(queued_peak, s.placement_queued);
         for (const auto& p : s.pools) {
-            auto& peak = pool_waiting_peak[p.name];
-            peak = std::max(peak, p.waiting);
+            if (bettor_facing(p)) {
+                auto& peak = pool_waiting_peak[p.name];
+                peak = std::max(peak, p.waiting);
+            }
         }
         if (s.bouncer) {
             bouncer_waiting_peak = std::max(bouncer_waiting_peak, s.bouncer->clients_waiting);

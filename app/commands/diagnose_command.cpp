@@ -139,6 +139,18 @@ std::string clock_of(std::int64_t t_ms) {
     return buf;
 }
 
+// The session a finding names, when it names one.
+void print_culprit(const json& finding) {
+    if (!finding.contains("culprit")) {
+        return;
+    }
+    const json& c = finding["culprit"];
+    std::printf("  look at: pid %d (%s), %s, transaction open %lld ms\n", c.value("pid", 0),
+                c.value("application_name", std::string()).c_str(),
+                c.value("state", std::string()).c_str(),
+                static_cast<long long>(c.value("age_ms", std::int64_t{0})));
+}
+
 void print(const json& d, std::size_t samples) {
     const json& v = d.value("verdict", json::object());
     std::printf("verdict: %s\n  %s\n", v.value("code", std::string("?")).c_str(),
@@ -146,17 +158,12 @@ void print(const json& d, std::size_t samples) {
     for (const auto& e : v.value("evidence", json::array())) {
         std::printf("  - %s\n", e.get<std::string>().c_str());
     }
-    if (v.contains("culprit")) {
-        const json& c = v["culprit"];
-        std::printf("  look at: pid %d (%s), %s, transaction open %lld ms\n", c.value("pid", 0),
-                    c.value("application_name", std::string()).c_str(),
-                    c.value("state", std::string()).c_str(),
-                    static_cast<long long>(c.value("age_ms", std::int64_t{0})));
-    }
+    print_culprit(v);
     for (const auto& f : v.value("findings", json::array())) {
         if (f.value("code", std::string()) != v.value("code", std::string())) {
             std::printf("also: %s: %s\n", f.value("code", std::string()).c_str(),
                         f.value("summary", std::string()).c_str());
+            print_culprit(f);
         }
     }
     const json& s = d.value("series", json::object());

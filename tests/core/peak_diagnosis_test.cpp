@@ -102,14 +102,23 @@ TEST_CASE("a connection wait no longer than the database time is not a signal") 
     CHECK(diagnosis::judge(run).primary.code == verdict_code::quiet);
 }
 
-TEST_CASE("pool waiters alone are connections too") {
+TEST_CASE("waiters in a bettor-facing pool alone are connections too") {
     auto run = quiet_run(30);
     for (std::size_t i = 0; i < 30; i += 2) {
-        run[i].pools[1].waiting = 4;
+        run[i].pools.push_back({"read", 4, 4, 3, 9'000});
     }
     const auto v = diagnosis::judge(run);
     CHECK(v.primary.code == verdict_code::connections);
-    CHECK(v.primary.evidence.at(1) == "pool waiters at most: background 4");
+    CHECK(v.primary.evidence.at(1) == "pool waiters at most: read 3");
+}
+
+TEST_CASE("waits in the background pool hold no placement back") {
+    auto run = quiet_run(30);
+    for (auto& s : run) {
+        s.pools[1].waiting = 2;  // the sweeper, the pushes and diagnostics themselves
+        s.pools[1].acquire_wait_p99_us = 20'000;
+    }
+    CHECK(diagnosis::judge(run).primary.code == verdict_code::quiet);
 }
 
 TEST_CASE("lock waits rising with settlement batches are shared rows, with the blocker named") {
