@@ -11,7 +11,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <charconv>
 #include <memory>
+#include <optional>
+#include <span>
+#include <string_view>
 
 namespace fulltime::net {
 
@@ -30,8 +35,29 @@ json pool_json(const db::pool_stats& s) {
             {"wait_max_ms", s.wait_us_max / 1000}};
 }
 
-// The sampler's part: its record, the verdict judged now, the series and the newest sample.
-void add_peak(json& body, const actors::peak_history& history) {
+// Returns the value of `since_ms=` in a query string, or nullopt.
+std::optional<std::int64_t> since_of(std::string_view query) {
+    constexpr std::string_view key = "since_ms=";
+    for (std::size_t at = 0; at <= query.size();) {
+        const auto end = std::min(query.find('&', at), query.size());
+        const auto pair = query.substr(at, end - at);
+        if (pair.starts_with(key)) {
+            std::int64_t v = 0;
+            const auto digits = pair.substr(key.size());
+            const auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v);
+            if (ec == std::errc{} && p == digits.data() + digits.size()) {
+                return v;
+            }
+        }
+        at = end + 1;
+    }
+    return std::nullopt;
+}
+
+// The sampler's part: its record, the verdict judged now, the series (only the samples after
+// `since_ms` when given: the dashboard appends) and the newest sample.
+void add_peak(json& body, const actors::peak_history& history,
+              std::optional<std::int64_t> since_ms) {
     const auto samples = history.samples();
     body["sampler"] = {
         {"interval_ms", history.interval_ms()},
@@ -41,14 +67,21 @@ void add_peak(json& body, const actors::peak_history& history) {
         {"failures_total", history.failures_total()},
         {"last_error", history.last_error()}};
     body["verdict"] = verdict_json(diagnosis::judge(samples, history.thresholds()));
-    body["series"] = series_json(samples);
+    std::span<const diagnosis::sample> newer(samples);
+    if (since_ms) {
+        const auto first = std::ranges::find_if(
+            samples, [&](const diagnosis::sample& s) { return s.t_ms > *since_ms; });
+        newer = std::span<const diagnosis::sample>(first, samples.end());
+    }
+    body["series"] = series_json(newer);
     body["latest"] = samples.empty() ? json(nullptr) : latest_json(samples.back());
 }
 
 asio::awaitable<http_response> get_diagnostics(db::pools* pools,
                                                const governor_state_reader* governor,
                                                const std::string* server_settings,
-                                               const actors::peak_history* history) {
+                                               const actors::peak_history* history,
+                                               std::string query) {
     json body;
     json by_name = json::object();
     for (const db::pool_stats& s : pools->stats()) {
@@ -93,7 +126,7 @@ asio::awaitable<http_response> get_diagnostics(db::pools* pools,
         body["database"]["server_settings"] = json::parse(*server_settings, nullptr, false);
     }
     if (history != nullptr) {
-        add_peak(body, *history);
+        add_peak(body, *history, since_of(query));
     }
     http_response r;
     // Replacement, not an exception, for invalid UTF-8 in a session's application_name.
@@ -120,8 +153,8 @@ http_routes make_diagnostics_routes(db::pools& pools, governor_state_reader gove
     route.auth = route_auth::admin;
     route.handler = [p = &pools, g = std::make_shared<governor_state_reader>(std::move(governor)),
                      s = std::make_shared<const std::string>(std::move(server_settings)),
-                     h = history](http_request) {
-        return get_diagnostics(p, g.get(), s.get(), h.get());
+                     h = history](http_request request) {
+        return get_diagnostics(p, g.get(), s.get(), h.get(), std::move(request.query));
     };
     http_route dashboard;
     dashboard.name = "dashboard";

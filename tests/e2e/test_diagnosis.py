@@ -177,6 +177,16 @@ class DiagnosisTest(EngineTestCase):
                 self.assertEqual(sorted(series["pool_waiting"]),
                                  ["background", "placement", "read", "settlement"])
                 self.assertEqual(series["t_ms"], sorted(series["t_ms"]))
+                # since_ms: only the newer samples, for a client that appends (the dashboard).
+                cut = series["t_ms"][-3]
+                status, newer = engine.get_json(f"/v1/diagnostics?since_ms={cut}",
+                                                {"Authorization": "Bearer " + self.admin})
+                self.assertEqual(status, 200)
+                self.assertTrue(newer["series"]["t_ms"])
+                self.assertTrue(all(t > cut for t in newer["series"]["t_ms"]))
+                self.assertEqual(newer["series"]["t_ms"][:2], series["t_ms"][-2:])
+                self.assertEqual(len(newer["series"]["dead_tuples"]["accounts"]),
+                                 len(newer["series"]["t_ms"]))
                 self.assertEqual(doc["sampler"]["interval_ms"], 250)
                 self.assertEqual(doc["sampler"]["failures_total"], 0, doc["sampler"])
                 self.assertTrue(doc["latest"]["database_ok"])
