@@ -6,6 +6,7 @@ Uses only Debian's python3 modules (run with /usr/bin/python3)."""
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -200,3 +201,70 @@ class EngineTestCase(unittest.TestCase):
             status, body = engine.post_json(f"/v1/accounts/{a}/deposits",
                                             {"amount": amount, "key": key.format(a)}, self.admin)
             self.assertIn(status, (200, 201), body)
+
+
+class PgBouncer:
+    """A PgBouncer (Debian's) in front of the test server for one database: transaction
+    pooling, `pool_size` server connections, trust authentication, on a Unix socket of its
+    own. `url` reaches the database through it, `admin_url` its admin console."""
+
+    def __init__(self, db_name, pool_size=1):
+        server = psycopg.conninfo.conninfo_to_dict(test_database_url())
+        self.dir = tempfile.mkdtemp(prefix="fulltime-pgbouncer-")
+        self.port = 6400 + os.getpid() % 500
+        user = server.get("user", "fulltime")
+        with open(os.path.join(self.dir, "users.txt"), "w") as f:
+            f.write(f'"{user}" ""\n')
+        with open(os.path.join(self.dir, "pgbouncer.ini"), "w") as f:
+            f.write(f"""[databases]
+{db_name} = host={server['host']} port={server.get('port', '5432')} dbname={db_name} user={user}
+[pgbouncer]
+listen_addr =
+listen_port = {self.port}
+unix_socket_dir = {self.dir}
+auth_type = trust
+auth_file = {self.dir}/users.txt
+admin_users = {user}
+pool_mode = transaction
+default_pool_size = {pool_size}
+max_client_conn = 100
+logfile = {self.dir}/pgbouncer.log
+pidfile = {self.dir}/pgbouncer.pid
+""")
+        command = [shutil.which("pgbouncer") or "/usr/sbin/pgbouncer"]
+        if os.geteuid() == 0:
+            # PgBouncer refuses to run as root.
+            shutil.chown(self.dir, "postgres")
+            for name in os.listdir(self.dir):
+                shutil.chown(os.path.join(self.dir, name), "postgres")
+            command += ["-u", "postgres"]
+        self.proc = subprocess.Popen(command + [os.path.join(self.dir, "pgbouncer.ini")],
+                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self.db_name = db_name
+        self.url = f"host={self.dir} port={self.port} dbname={db_name} user={user}"
+        self.admin_url = f"host={self.dir} port={self.port} dbname=pgbouncer user={user}"
+        until = time.monotonic() + 30
+        while not os.path.exists(os.path.join(self.dir, f".s.PGSQL.{self.port}")):
+            if self.proc.poll() is not None or time.monotonic() > until:
+                raise AssertionError("pgbouncer did not start: " + self.proc.stdout.read())
+            time.sleep(0.05)
+
+    def stats(self):
+        """Returns SHOW STATS' row for the database as a dict."""
+        with psycopg.connect(self.admin_url, autocommit=True) as conn:
+            cur = conn.execute("SHOW STATS")
+            names = [c.name for c in cur.description]
+            for row in cur.fetchall():
+                if row[0] == self.db_name:
+                    return dict(zip(names, row))
+        raise AssertionError("SHOW STATS has no row for " + self.db_name)
+
+    def query_one(self):
+        with psycopg.connect(self.url, autocommit=True) as conn:
+            conn.execute("SELECT 1").fetchone()
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait(30)
+        self.proc.stdout.close()
+        shutil.rmtree(self.dir, ignore_errors=True)

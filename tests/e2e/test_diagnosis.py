@@ -19,7 +19,6 @@ import os
 import re
 import shutil
 import subprocess
-import tempfile
 import threading
 import time
 import unittest
@@ -28,7 +27,7 @@ import psycopg
 import websockets.client
 import websockets.exceptions
 
-from harness import BINARY, Engine, EngineTestCase, run_cli
+from harness import BINARY, Engine, EngineTestCase, PgBouncer, run_cli
 from money import assert_money_invariants
 
 MARKET = {"type": "market", "market_id": 100, "event_id": 10, "name": "Final: winner",
@@ -463,61 +462,6 @@ class DiagnosisTest(EngineTestCase):
         finally:
             self.assertEqual(engine.stop(), 0, engine.log())
 
-
-class PgBouncer:
-    """A PgBouncer (Debian's) in front of the test server for one database, transaction
-    pooling, one server connection, trust authentication, on a Unix socket of its own."""
-
-    def __init__(self, db_name):
-        from harness import test_database_url
-        server = psycopg.conninfo.conninfo_to_dict(test_database_url())
-        self.dir = tempfile.mkdtemp(prefix="fulltime-pgbouncer-")
-        self.port = 6400 + os.getpid() % 500
-        user = server.get("user", "fulltime")
-        with open(os.path.join(self.dir, "users.txt"), "w") as f:
-            f.write(f'"{user}" ""\n')
-        with open(os.path.join(self.dir, "pgbouncer.ini"), "w") as f:
-            f.write(f"""[databases]
-{db_name} = host={server['host']} port={server.get('port', '5432')} dbname={db_name} user={user}
-[pgbouncer]
-listen_addr =
-listen_port = {self.port}
-unix_socket_dir = {self.dir}
-auth_type = trust
-auth_file = {self.dir}/users.txt
-admin_users = {user}
-pool_mode = transaction
-default_pool_size = 1
-max_client_conn = 20
-logfile = {self.dir}/pgbouncer.log
-pidfile = {self.dir}/pgbouncer.pid
-""")
-        command = [shutil.which("pgbouncer") or "/usr/sbin/pgbouncer"]
-        if os.geteuid() == 0:
-            # PgBouncer refuses to run as root.
-            shutil.chown(self.dir, "postgres")
-            for name in os.listdir(self.dir):
-                shutil.chown(os.path.join(self.dir, name), "postgres")
-            command += ["-u", "postgres"]
-        self.proc = subprocess.Popen(command + [os.path.join(self.dir, "pgbouncer.ini")],
-                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        self.url = f"host={self.dir} port={self.port} dbname={db_name} user={user}"
-        self.admin_url = f"host={self.dir} port={self.port} dbname=pgbouncer user={user}"
-        until = time.monotonic() + 30
-        while not os.path.exists(os.path.join(self.dir, f".s.PGSQL.{self.port}")):
-            if self.proc.poll() is not None or time.monotonic() > until:
-                raise AssertionError("pgbouncer did not start: " + self.proc.stdout.read())
-            time.sleep(0.05)
-
-    def query_one(self):
-        with psycopg.connect(self.url, autocommit=True) as conn:
-            conn.execute("SELECT 1").fetchone()
-
-    def stop(self):
-        self.proc.terminate()
-        self.proc.wait(30)
-        self.proc.stdout.close()
-        shutil.rmtree(self.dir, ignore_errors=True)
 
 if __name__ == "__main__":
     unittest.main()
