@@ -123,6 +123,7 @@ struct sampler_inputs {
     std::shared_ptr<peak_history> history;
     std::shared_ptr<sampler_memory> memory;
     std::string bouncer_url;
+    std::string bouncer_database;  ///< the engine's database name as PgBouncer knows it
     std::chrono::milliseconds connect_timeout{0};
     std::chrono::milliseconds query_timeout{0};
     std::chrono::milliseconds interval{0};
@@ -219,7 +220,7 @@ asio::awaitable<std::string> read_bouncer(const sampler_inputs& in, sampler_memo
         }
         mem.bouncer = std::move(*opened);
     }
-    auto pools = co_await db::read_bouncer_pools(*mem.bouncer, std::string());
+    auto pools = co_await db::read_bouncer_pools(*mem.bouncer, in.bouncer_database);
     if (!pools) {
         mem.bouncer.reset();
         co_return "PgBouncer: " + db::describe(pools.error());
@@ -452,6 +453,9 @@ peak_sampler::peak_sampler(caf::actor_system& system, asio::any_io_executor io, 
     in.history = impl_->history;
     in.memory = impl_->memory;
     in.bouncer_url = d.pgbouncer_admin_url;
+    // SHOW POOLS lists every database the bouncer serves: count the engine's (the name in
+    // database.url, which goes through the bouncer), or all when the URL names none.
+    in.bouncer_database = db::database_of(cfg.database.url);
     in.connect_timeout = std::chrono::milliseconds(cfg.database.connect_timeout_ms);
     in.query_timeout = std::chrono::milliseconds(cfg.database.query_timeout_ms);
     in.interval = std::chrono::milliseconds(d.sample_interval_ms);

@@ -2,6 +2,7 @@
 
 #include "db/detail_error.hpp"
 
+#include <libpq-fe.h>
 #include <nlohmann/json.hpp>
 
 #include <string>
@@ -215,6 +216,22 @@ asio::awaitable<outcome<void>> read_blockers(connection& conn, diagnosis::sample
         out.blockers.push_back(session_of(j));
     }
     co_return outcome<void>{};
+}
+
+std::string database_of(const std::string& conninfo) {
+    char* error = nullptr;
+    PQconninfoOption* options = PQconninfoParse(conninfo.c_str(), &error);
+    if (error != nullptr) {
+        PQfreemem(error);
+    }
+    std::string name;
+    for (auto* o = options; o != nullptr && o->keyword != nullptr; ++o) {
+        if (std::string_view(o->keyword) == "dbname" && o->val != nullptr) {
+            name = o->val;
+        }
+    }
+    PQconninfoFree(options);
+    return name;
 }
 
 asio::awaitable<outcome<diagnosis::bouncer_reading>> read_bouncer_pools(

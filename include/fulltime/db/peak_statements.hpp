@@ -28,6 +28,10 @@ boost::asio::awaitable<outcome<void>> read_peak_database(connection& conn, diagn
 /// wait for (pg_blocking_pids, one call per waiter).
 boost::asio::awaitable<outcome<void>> read_blockers(connection& conn, diagnosis::sample& out);
 
+/// Returns the database a connection string names (`dbname`, keyword/value or URI), or an
+/// empty string when it names none or does not parse.
+std::string database_of(const std::string& conninfo);
+
 /// Returns PgBouncer's SHOW POOLS summed over every pool of `database` (all when empty): the
 /// clients waiting and the longest wait. `conn` is a connection to the admin console (database
 /// "pgbouncer", simple protocol).
