@@ -27,19 +27,10 @@ import psycopg
 import websockets.client
 import websockets.exceptions
 
+from fixtures import MARKET, OTHER_MARKET
 from harness import BINARY, Engine, EngineTestCase, PgBouncer, run_cli
 from money import assert_money_invariants
 
-MARKET = {"type": "market", "market_id": 100, "event_id": 10, "name": "Final: winner",
-          "status": "open",
-          "selections": [{"selection_id": 1001, "name": "Home", "odds": "2.50"},
-                         {"selection_id": 1002, "name": "Away", "odds": "3.10"}]}
-OTHER_MARKET = {"type": "market", "market_id": 200, "event_id": 20, "name": "Another match",
-                "status": "open",
-                "selections": [{"selection_id": 2001, "name": "Home", "odds": "2.00"}]}
-HOME_WINS = {"type": "result", "market_id": 100, "seq": 1, "event_key": "final-r1",
-             "outcomes": [{"selection_id": 1001, "result": "win"},
-                          {"selection_id": 1002, "result": "lose"}]}
 # The markets of the settlement burst: 100..103, selections m*10+1 (home) and m*10+2.
 BURST = [100, 101, 102, 103]
 

@@ -12,16 +12,10 @@ import unittest
 
 import websockets.client
 
-from harness import Engine, EngineTestCase, PgBouncer, run_cli
+from fixtures import HOME_WINS, MARKET
+from harness import Engine, EngineTestCase, PgBouncer
 from money import assert_money_invariants
 
-MARKET = {"type": "market", "market_id": 100, "event_id": 10, "name": "Final: winner",
-          "status": "open",
-          "selections": [{"selection_id": 1001, "name": "Home", "odds": "2.50"},
-                         {"selection_id": 1002, "name": "Away", "odds": "3.10"}]}
-HOME_WINS = {"type": "result", "market_id": 100, "seq": 1, "event_key": "final-r1",
-             "outcomes": [{"selection_id": 1001, "result": "win"},
-                          {"selection_id": 1002, "result": "lose"}]}
 CORRECTED = {"type": "result", "market_id": 100, "seq": 2, "event_key": "final-r2",
              "outcomes": [{"selection_id": 1001, "result": "lose"},
                           {"selection_id": 1002, "result": "win"}]}

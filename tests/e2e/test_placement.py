@@ -10,13 +10,9 @@ import unittest
 import websockets.client
 import websockets.exceptions
 
+from fixtures import MARKET
 from harness import Engine, EngineTestCase
 from money import assert_money_invariants
-
-MARKET = {"type": "market", "market_id": 100, "event_id": 10, "name": "Final: winner",
-          "status": "open",
-          "selections": [{"selection_id": 1001, "name": "Home", "odds": "2.50"},
-                         {"selection_id": 1002, "name": "Away", "odds": "3.10"}]}
 
 
 class PlacementTest(EngineTestCase):
