@@ -1,23 +1,31 @@
 """Faults other than SIGKILL of the engine: the database ends the engine's sessions under it
 (`pg_terminate_backend`, as an administrator, a failover or an OOM kill of a backend would)
-while bettors place and while a market settles. Bettors retry a `busy` (or a dropped
+while bettors place and while a market settles; and PostgreSQL itself restarts (fast mode)
+while bettors place. Bettors retry a `busy` (or a dropped
 connection) with the same key, as the protocol tells them to. Afterwards every key holds
 exactly one bet, every bet of the settled market is settled exactly once, and the money
 invariants hold."""
 
 import asyncio
 import json
+import os
+import re
+import subprocess
+import tempfile
 import threading
 import time
 import unittest
+
+import psycopg
 
 import websockets.client
 import websockets.exceptions
 
 from fixtures import HOME_WINS, MARKET, OTHER_MARKET
-from harness import Engine, EngineTestCase
+from harness import Engine, EngineTestCase, engine_env
 from money import assert_money_invariants
 
+PG_BIN = "/usr/lib/postgresql/15/bin"
 ACCOUNTS = list(range(1, 21))
 BURST_BETS = 150     # per account, on market 100, before the result
 DURING_BETS = 60     # per account, on market 200, while the market settles
@@ -137,6 +145,71 @@ class FaultsTest(EngineTestCase):
         self.assertEqual(rows[0], (len(ACCOUNTS) * BURST_BETS, len(ACCOUNTS) * BURST_BETS))
         assert_money_invariants(self, self.db_url)
 
+
+    def test_a_postgresql_fast_restart_under_placements(self):
+        # The engine's own private cluster (no database URL), restarted with pg_ctl's fast mode
+        # while bettors place: every session of every pool is cut at once, and the server is
+        # away for the restart. Bettors retry with their keys; the pools reconnect.
+        state = tempfile.mkdtemp(prefix="fulltime-e2e-restart-")
+        os.chmod(state, 0o755)
+        env = engine_env(state_dir=state)
+        engine = Engine(env)
+        try:
+            engine.wait_ready(60)
+            socket = re.search(r"private PostgreSQL cluster started \(socket in ([^)]+)\)",
+                               engine.log()).group(1)
+            url = f"host={socket} port=5432 user=fulltime dbname=fulltime"
+            self.send_market(engine, MARKET)
+            accounts = ACCOUNTS[:10]
+            self.open_accounts(engine, accounts, "10000.00")
+            tokens = {a: self.token("account", str(a)) for a in accounts}
+
+            restarted = threading.Event()
+
+            def restart_midway():
+                until = time.monotonic() + 120
+                while time.monotonic() < until:
+                    with psycopg.connect(url, autocommit=True) as conn:
+                        if conn.execute("SELECT count(*) FROM bets").fetchone()[0] >= 300:
+                            break
+                    time.sleep(0.02)
+                command = [PG_BIN + "/pg_ctl", "-D", os.path.join(state, "postgres", "data"),
+                           "restart", "-m", "fast", "-w", "-t", "60"]
+                if os.geteuid() == 0:
+                    command = ["runuser", "-u", "postgres", "--"] + command
+                # No pipes: the restarted server inherits pg_ctl's output and would hold them.
+                subprocess.run(command, check=True, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL, timeout=90)
+                restarted.set()
+
+            restart = threading.Thread(target=restart_midway)
+            restart.start()
+            bets = asyncio.run(self.place_all(engine, tokens, 100,
+                                              [(1001, "2.50"), (1002, "3.10")], 100, "r"))
+            restart.join()
+            self.assertTrue(restarted.is_set(), "the cluster was not restarted")
+            self.assertEqual(len(bets), len(accounts) * 100)
+            engine.wait_ready(60)
+            self.assertIn("connection_lost", engine.log())
+
+            status, body = engine.post_json("/v1/feed", HOME_WINS, self.producer)
+            self.assertEqual(status, 200, body)
+            until = time.monotonic() + 120
+            while True:
+                with psycopg.connect(url, autocommit=True) as conn:
+                    row = conn.execute("SELECT applied_seq FROM settlement_progress "
+                                       "WHERE market_id = 100").fetchone()
+                if row and row[0] >= 1:
+                    break
+                self.assertLess(time.monotonic(), until, "never settled:\n" + engine.log()[-3000:])
+                time.sleep(0.05)
+            with psycopg.connect(url, autocommit=True) as conn:
+                count, keys = conn.execute(
+                    "SELECT count(*), count(DISTINCT idempotency_key) FROM bets").fetchone()
+            self.assertEqual((count, keys), (len(bets), len(bets)))
+            assert_money_invariants(self, url)
+        finally:
+            self.assertEqual(engine.stop(), 0, engine.log())
 
 if __name__ == "__main__":
     unittest.main()
