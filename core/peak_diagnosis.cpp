@@ -292,7 +292,8 @@ finding quiet(std::span<const sample> w, const thresholds& t) {
     f.evidence.push_back("lock waits in " + of(locked, w.size()) + "; waits for a connection in " +
                          of(waited, w.size()));
     const sample& last = w.back();
-    if (last.database_ok && last.oldest_transaction) {
+    // An engine transaction caught mid-flight is no news; one open for a second or more is.
+    if (last.database_ok && last.oldest_transaction && last.oldest_transaction->age_ms >= 1000) {
         f.evidence.push_back("oldest transaction open for " +
                              seconds(last.oldest_transaction->age_ms) + " (" +
                              who(*last.oldest_transaction) + ")");
