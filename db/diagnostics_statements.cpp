@@ -35,21 +35,6 @@ constexpr const char* refusals_sql =
     " 'overdue_reservation_incidents', (SELECT count(*) FROM incidents i "
     "    WHERE i.kind = 'overdue_reservation' AND i.resolved_at IS NULL))::text";
 
-constexpr const char* database_sql =
-    "SELECT jsonb_build_object("
-    " 'lock_waiters', (SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
-    "                  AND datname = current_database()),"
-    " 'idle_in_transaction', (SELECT count(*) FROM pg_stat_activity WHERE state = "
-    "                  'idle in transaction' AND datname = current_database()),"
-    " 'oldest_transaction_ms', (SELECT coalesce(max(extract(epoch FROM now() - xact_start)) "
-    "                  * 1000, 0)::bigint FROM pg_stat_activity WHERE xact_start IS NOT NULL "
-    "                  AND datname = current_database() AND pid <> pg_backend_pid()),"
-    " 'hot_tables', (SELECT coalesce(jsonb_object_agg(relname, jsonb_build_object("
-    "                  'n_dead_tup', n_dead_tup, 'n_tup_upd', n_tup_upd, "
-    "                  'n_tup_hot_upd', n_tup_hot_upd, 'last_autovacuum', last_autovacuum)), "
-    "                  '{}'::jsonb) FROM pg_stat_user_tables WHERE relname IN ('accounts', "
-    "                  'market_exposure', 'idempotency_keys', 'settlement_progress')))::text";
-
 // Runs one statement that returns one JSON document and returns its text.
 asio::awaitable<outcome<std::string>> read_document(connection& conn, const char* sql,
                                                     params args) {
@@ -75,11 +60,6 @@ asio::awaitable<outcome<std::string>> read_settlement_backlog_json(connection& c
 asio::awaitable<outcome<std::string>> read_terminal_states_json(connection& conn,
                                                                 std::int64_t refused_events_max) {
     auto document = co_await read_document(conn, refusals_sql, params(refused_events_max));
-    co_return document;
-}
-
-asio::awaitable<outcome<std::string>> read_database_activity_json(connection& conn) {
-    auto document = co_await read_document(conn, database_sql, params());
     co_return document;
 }
 

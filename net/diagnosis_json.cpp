@@ -67,7 +67,35 @@ void pad(json& family, std::size_t size) {
     }
 }
 
+// Each hot table's vacuum readings, by name.
+json hot_tables_json(const diagnosis::sample& s) {
+    json out = json::object();
+    for (const auto& t : s.tables) {
+        const double hot = t.updates > 0
+                               ? static_cast<double>(t.hot_updates) / static_cast<double>(t.updates)
+                               : 0.0;
+        out[t.name] = {{"n_dead_tup", t.dead_tuples},
+                       {"n_tup_upd", t.updates},
+                       {"n_tup_hot_upd", t.hot_updates},
+                       {"hot_update_share", hot},
+                       {"last_autovacuum",
+                        t.last_autovacuum.empty() ? json(nullptr) : json(t.last_autovacuum)}};
+    }
+    return out;
+}
+
 }  // namespace
+
+json database_json(const diagnosis::sample& s) {
+    if (!s.database_ok) {
+        return json::object();
+    }
+    return {{"sampled_at_ms", s.t_ms},
+            {"lock_waiters", s.lock_waiters},
+            {"idle_in_transaction", s.idle_in_transaction},
+            {"oldest_transaction_ms", s.oldest_transaction ? s.oldest_transaction->age_ms : 0},
+            {"hot_tables", hot_tables_json(s)}};
+}
 
 json verdict_json(const diagnosis::verdict& v) {
     json j = finding_json(v.primary);
@@ -207,19 +235,7 @@ json latest_json(const diagnosis::sample& s) {
     }
     j["oldest_transaction"] =
         s.oldest_transaction ? session_json(*s.oldest_transaction) : json(nullptr);
-    j["hot_tables"] = json::object();
-    for (const auto& t : s.tables) {
-        const double hot = t.updates > 0
-                               ? static_cast<double>(t.hot_updates) / static_cast<double>(t.updates)
-                               : 0.0;
-        j["hot_tables"][t.name] = {
-            {"n_dead_tup", t.dead_tuples},
-            {"n_tup_upd", t.updates},
-            {"n_tup_hot_upd", t.hot_updates},
-            {"hot_update_share", hot},
-            {"last_autovacuum",
-             t.last_autovacuum.empty() ? json(nullptr) : json(t.last_autovacuum)}};
-    }
+    j["hot_tables"] = hot_tables_json(s);
     j["replicas"] = json::array();
     for (const auto& r : s.replicas) {
         j["replicas"].push_back(

@@ -2,6 +2,7 @@
 // here from the engine's token secret, and prints the verdict, its evidence and the newest
 // samples in a terminal.
 
+#include "app/commands/arguments.hpp"
 #include "app/commands/commands.hpp"
 #include "app/commands/secret.hpp"
 
@@ -66,7 +67,7 @@ options parse(const config& cfg, const std::vector<std::string>& args) {
             o.host = url.substr(0, colon);
             o.port = url.substr(colon + 1);
         } else if (args[i] == "--samples" && i + 1 < args.size()) {
-            o.samples = static_cast<std::size_t>(std::stoul(args[++i]));
+            o.samples = static_cast<std::size_t>(parse_positive(args[++i], "--samples"));
         } else {
             throw std::invalid_argument(usage);
         }

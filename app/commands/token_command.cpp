@@ -1,10 +1,10 @@
+#include "app/commands/arguments.hpp"
 #include "app/commands/commands.hpp"
 #include "app/commands/secret.hpp"
 
 #include "fulltime/core/token.hpp"
 #include "fulltime/limits.hpp"
 
-#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <stdexcept>
@@ -14,15 +14,6 @@ namespace fulltime::app {
 namespace {
 
 constexpr std::int64_t default_ttl_s = 24 * 3600;
-
-std::int64_t parse_positive(const std::string& text, const std::string& what) {
-    std::int64_t v = 0;
-    auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-    if (text.empty() || ec != std::errc{} || ptr != text.data() + text.size() || v <= 0) {
-        throw std::invalid_argument(what + " must be a positive integer, got '" + text + "'");
-    }
-    return v;
-}
 
 }  // namespace
 

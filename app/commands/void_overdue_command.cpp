@@ -5,6 +5,7 @@
 // it like any result event. With no engine running the event waits, durable, and the next
 // `fulltime serve` applies it when it starts.
 
+#include "app/commands/arguments.hpp"
 #include "app/commands/commands.hpp"
 #include "app/commands/database_target.hpp"
 
@@ -18,7 +19,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <stdexcept>
@@ -34,15 +34,6 @@ constexpr const char* usage =
 // result_events.event_key's bounds (0001_baseline.sql) and the producer name's (payload only).
 constexpr std::size_t key_bytes_max = 255;
 constexpr std::size_t operator_bytes_max = 64;
-
-std::int64_t parse_market(const std::string& text) {
-    std::int64_t v = 0;
-    auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-    if (text.empty() || ec != std::errc{} || ptr != text.data() + text.size() || v <= 0) {
-        throw std::invalid_argument("--market must be a positive integer, got '" + text + "'");
-    }
-    return v;
-}
 
 asio::awaitable<db::outcome<db::void_overdue_record>> run(asio::any_io_executor executor,
                                                           std::string conninfo, config cfg,
@@ -75,7 +66,7 @@ int void_overdue_command(const config& cfg, const std::vector<std::string>& args
             return args[++i];
         };
         if (a == "--market") {
-            request.market_id = parse_market(value());
+            request.market_id = parse_positive(value(), "--market");
             have_market = true;
         } else if (a == "--key") {
             request.event_key = value();

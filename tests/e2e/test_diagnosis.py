@@ -180,6 +180,12 @@ class DiagnosisTest(EngineTestCase):
                 self.assertEqual(doc["sampler"]["interval_ms"], 250)
                 self.assertEqual(doc["sampler"]["failures_total"], 0, doc["sampler"])
                 self.assertTrue(doc["latest"]["database_ok"])
+                # The database's activity is the newest sample's, not a second read.
+                database = doc["database"]
+                self.assertEqual(database["sampled_at_ms"], doc["latest"]["t_ms"])
+                self.assertEqual(database["lock_waiters"], 0)
+                self.assertIn("accounts", database["hot_tables"])
+                self.assertIn("server_settings", database)
                 mine = [x for x in doc["latest"]["slots"] if x["name"] == slot]
                 self.assertEqual(len(mine), 1, doc["latest"]["slots"])
                 self.assertEqual((mine[0]["type"], mine[0]["wal_status"]), ("physical", "reserved"))

@@ -1,7 +1,8 @@
 #pragma once
-/// The reads behind GET /v1/diagnostics: settlement backlog, terminal states and database
-/// activity. Each is one read-only statement returning one JSON document built by PostgreSQL,
-/// which the route embeds as it is; none locks a row.
+/// The live reads behind GET /v1/diagnostics: the settlement backlog and the terminal states
+/// (the database's activity comes from the peak sampler's newest sample). Each is one read-only
+/// statement returning one JSON document built by PostgreSQL, which the route embeds as it is; none
+/// locks a row.
 
 #include "fulltime/db/connection.hpp"
 
@@ -24,10 +25,5 @@ boost::asio::awaitable<outcome<std::string>> read_settlement_backlog_json(connec
 /// (the open ones).
 boost::asio::awaitable<outcome<std::string>> read_terminal_states_json(
     connection& conn, std::int64_t refused_events_max);
-
-/// Returns, as a JSON object, this database's lock waiters, sessions idle in a transaction, the
-/// age of the oldest other open transaction (oldest_transaction_ms) and the dead and updated
-/// tuples of the hot tables (pg_stat_activity, pg_stat_user_tables).
-boost::asio::awaitable<outcome<std::string>> read_database_activity_json(connection& conn);
 
 }  // namespace fulltime::db

@@ -18,6 +18,16 @@ nlohmann::json verdict_json(const diagnosis::verdict& v);
 /// read failed, a market with no backlog then).
 nlohmann::json series_json(std::span<const diagnosis::sample> samples);
 
+/// Returns the `database` member of GET /v1/diagnostics from a sample: lock_waiters,
+/// idle_in_transaction, oldest_transaction_ms, hot_tables and the sample's t_ms; empty when
+/// its database read failed.
+nlohmann::json database_json(const diagnosis::sample& s);
+
+/// Returns the `database` member of GET /v1/diagnostics from a sample: lock_waiters,
+/// idle_in_transaction, oldest_transaction_ms, hot_tables and the sample's time
+/// (sampled_at_ms); empty when its database read failed.
+nlohmann::json database_json(const diagnosis::sample& s);
+
 /// Returns what the newest sample saw that a series cannot show: each lock waiter and whom it
 /// waits for, the blockers, the sessions idle in a transaction, the oldest transaction, the hot
 /// tables, the standbys, the slots and PgBouncer.
