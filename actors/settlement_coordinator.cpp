@@ -52,6 +52,13 @@ struct coordinator_state {
 
 using coordinator_actor = caf::stateful_actor<coordinator_state>;
 
+// Tells the steps how many markets wait for a slot: a market holding one hands it back between
+// batches only when some do (steps_in_slot).
+void publish_waiting(coordinator_state& st) {
+    st.settings.worker->markets_waiting.store(static_cast<std::int64_t>(st.waiting.size()),
+                                              std::memory_order_relaxed);
+}
+
 void wake(coordinator_actor* self, std::int64_t market_id) {
     auto& st = self->state;
     auto it = st.markets.find(market_id);
@@ -148,6 +155,7 @@ caf::behavior coordinator_behavior(coordinator_actor* self, settlement_actor_set
                 self->send(asker, granted_atom::value);
             } else {
                 st.waiting.push_back(std::move(asker));
+                publish_waiting(st);
             }
         },
         [self](release_atom) {
@@ -155,6 +163,7 @@ caf::behavior coordinator_behavior(coordinator_actor* self, settlement_actor_set
             if (!st.waiting.empty()) {
                 auto next = std::move(st.waiting.front());
                 st.waiting.pop_front();
+                publish_waiting(st);
                 self->send(next, granted_atom::value);
             } else {
                 ++st.slots_free;

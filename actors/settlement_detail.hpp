@@ -7,6 +7,7 @@
 
 #include <boost/asio/awaitable.hpp>
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -24,7 +25,8 @@ struct settlement_pacing {
     std::atomic<std::int64_t> pause_us{0};    ///< rest after a batch, before the next step
 };
 
-/// Holds what a step needs: pools and settings. Touched on the io_context only (but pacing).
+/// Holds what a step needs: pools and settings. Touched on the io_context only (but pacing and
+/// markets_waiting).
 struct settlement_worker {
     db::pool* settlement = nullptr;   ///< steps
     db::pool* background = nullptr;   ///< backlog scans
@@ -33,20 +35,26 @@ struct settlement_worker {
     std::chrono::milliseconds query_timeout{0};
     settlement_metrics* metrics = nullptr;
     std::shared_ptr<settlement_pacing> pacing;  ///< the governor's batch size (when it steers)
-    bool closed = false;                        ///< set by stop(): no further steps
+    /// Markets waiting for a step slot: written by the coordinator, read by the steps (a market
+    /// holds its slot for batch after batch only while this is 0, or for settlement_slot_hold_ms).
+    std::atomic<std::int64_t> markets_waiting{0};
+    bool closed = false;  ///< set by stop(): no further steps
 };
 
 /// Names how one step ended. The first six are fulltime_settle_step's own statuses.
 enum class step_status { idle = 0, gap, started, fenced, batch, finished, locked, failed };
 
-/// Holds one step's outcome.
+/// Holds one step's outcome; or, for the steps a market ran back to back in one slot, the last
+/// step's status, event and error, and the sums of the others.
 struct step_result {
     step_status status = step_status::failed;
+    /// Steps run, per status (one step: 1 at its status; steps in a slot: each one's).
+    std::array<std::uint32_t, 8> steps{};
     std::int32_t seq = 0;
     std::string kind;                      ///< the event's kind, when the step worked on one
-    std::int64_t bets = 0;                 ///< bets the batch looked at
-    std::int64_t effects = 0;              ///< settlement rows it wrote
-    std::chrono::microseconds elapsed{0};  ///< the step's transaction, as the engine saw it
+    std::int64_t bets = 0;                 ///< bets the batches looked at
+    std::int64_t effects = 0;              ///< settlement rows they wrote
+    std::chrono::microseconds elapsed{0};  ///< the steps' transactions, as the engine saw them
     std::string error;                     ///< why a failed step failed
     /// For a finished event: the bets it skipped per terminal-state code, and its refusal
     /// code when it moved nothing because of them (result_events.skipped, .refusal;

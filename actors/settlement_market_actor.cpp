@@ -34,44 +34,58 @@ struct market_state {
 
 using market_actor = caf::stateful_actor<market_state>;
 
-// Runs on the io_context, in the slot the market holds: one step, run again at once after a
-// lock timeout (at most limits::settlement_step_lock_retries_max times), so that a short lock
-// wait costs neither the slot nor the backoff. Each lock timeout is counted by run_step.
-asio::awaitable<step_result> step_in_slot(std::shared_ptr<settlement_worker> worker,
-                                          std::int64_t market_id) {
-    auto r = co_await run_step(worker, market_id);
-    for (std::size_t retry = 0;
-         r.status == step_status::locked && retry < limits::settlement_step_lock_retries_max;
-         ++retry) {
-        r = co_await run_step(worker, market_id);
+// Adds `next`, a step that followed the steps in `sum` (none at first), to them: its status,
+// event and error replace theirs, its counts and times add up.
+void add_step(step_result& sum, step_result next) {
+    for (std::size_t i = 0; i < sum.steps.size(); ++i) {
+        next.steps[i] += sum.steps[i];
     }
-    co_return r;
+    next.bets += sum.bets;
+    next.effects += sum.effects;
+    next.elapsed += sum.elapsed;
+    sum = std::move(next);
+}
+
+// Runs on the io_context, in the slot the market holds: a step, run again at once after a lock
+// timeout (at most limits::settlement_step_lock_retries_max times), so that a short lock wait
+// costs neither the slot nor the backoff (each lock timeout is counted by run_step). With
+// `back_to_back` (no pause asked between batches: full duty, no governor) the market then
+// steps on while its event is under way (started, batch), without handing the slot back
+// between steps: each hand-back and grant is a round of messages between threads during which
+// the market's database backend sits idle. It keeps the slot until its event is applied, or
+// for limits::settlement_slot_hold_ms once another market waits for a slot.
+asio::awaitable<step_result> steps_in_slot(std::shared_ptr<settlement_worker> worker,
+                                           std::int64_t market_id, bool back_to_back) {
+    const auto held_since = std::chrono::steady_clock::now();
+    const auto hold = std::chrono::milliseconds(limits::settlement_slot_hold_ms);
+    step_result sum;
+    for (;;) {
+        auto r = co_await run_step(worker, market_id);
+        for (std::size_t retry = 0;
+             r.status == step_status::locked && retry < limits::settlement_step_lock_retries_max;
+             ++retry) {
+            r = co_await run_step(worker, market_id);
+        }
+        add_step(sum, std::move(r));
+        const bool under_way =
+            sum.status == step_status::started || sum.status == step_status::batch;
+        if (!back_to_back || !under_way || worker->closed ||
+            (worker->markets_waiting.load(std::memory_order_relaxed) > 0 &&
+             std::chrono::steady_clock::now() - held_since >= hold)) {
+            co_return sum;
+        }
+    }
 }
 
 void ask_slot(market_actor* self) { self->send(self->state.coordinator, slot_atom::value); }
 
 void count(settlement_metrics& mm, const step_result& r) {
-    switch (r.status) {
-        case step_status::batch:
-            mm.steps_batch.inc();
-            break;
-        case step_status::started:
-            mm.steps_started.inc();
-            break;
-        case step_status::finished:
-            mm.steps_finished.inc();
-            break;
-        case step_status::fenced:
-            mm.steps_fenced.inc();
-            break;
-        case step_status::locked:
-        case step_status::failed:
-            mm.steps_failed.inc();
-            break;
-        case step_status::idle:
-        case step_status::gap:
-            break;
-    }
+    const auto steps = [&r](step_status s) { return r.steps[static_cast<std::size_t>(s)]; };
+    mm.steps_batch.inc(steps(step_status::batch));
+    mm.steps_started.inc(steps(step_status::started));
+    mm.steps_finished.inc(steps(step_status::finished));
+    mm.steps_fenced.inc(steps(step_status::fenced));
+    mm.steps_failed.inc(steps(step_status::locked) + steps(step_status::failed));
     mm.bets.inc(static_cast<std::uint64_t>(std::max<std::int64_t>(r.bets, 0)));
     mm.effects.inc(static_cast<std::uint64_t>(std::max<std::int64_t>(r.effects, 0)));
     for (const auto& [code, n] : r.skipped) {
@@ -116,10 +130,14 @@ caf::behavior market_behavior(market_actor* self, std::int64_t market_id, caf::a
         [self](granted_atom) {
             auto& st = self->state;
             st.settings.metrics->batches_running.add(1);
-            run_on_io<stepped_atom>(self, st.settings.io,
-                                    [worker = st.settings.worker, market = st.market_id] {
-                                        return step_in_slot(worker, market);
-                                    });
+            // Batches back to back only when nothing asks for a pause between them: full duty
+            // and no governor (whose decisions come between batches).
+            const bool back_to_back = st.settings.duty_percent >= 100 && !st.settings.pacing;
+            run_on_io<stepped_atom>(
+                self, st.settings.io,
+                [worker = st.settings.worker, market = st.market_id, back_to_back] {
+                    return steps_in_slot(worker, market, back_to_back);
+                });
         },
         [self](stepped_atom, step_result& r) {
             auto& st = self->state;

@@ -42,10 +42,8 @@ step_result failed(std::string why) {
     return r;
 }
 
-}  // namespace
-
-asio::awaitable<step_result> run_step(std::shared_ptr<settlement_worker> worker,
-                                      std::int64_t market_id) {
+asio::awaitable<step_result> step_once(std::shared_ptr<settlement_worker> worker,
+                                       std::int64_t market_id) {
     settlement_worker& w = *worker;
     if (w.closed) {
         co_return failed("the settlement service is stopping");
@@ -100,6 +98,15 @@ asio::awaitable<step_result> run_step(std::shared_ptr<settlement_worker> worker,
                       " seq " + std::to_string(r.seq) + ": " + db::describe(read.error()));
         }
     }
+    co_return r;
+}
+
+}  // namespace
+
+asio::awaitable<step_result> run_step(std::shared_ptr<settlement_worker> worker,
+                                      std::int64_t market_id) {
+    auto r = co_await step_once(std::move(worker), market_id);
+    r.steps[static_cast<std::size_t>(r.status)] = 1;
     co_return r;
 }
 

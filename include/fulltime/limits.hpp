@@ -180,6 +180,11 @@ inline constexpr std::size_t settlement_batch_bets_max = 100'000;
 /// Lock timeouts a market retries at once within the slot it holds before it gives the slot
 /// back and backs off: a short wait behind a placement should cost neither.
 inline constexpr std::size_t settlement_step_lock_retries_max = 3;
+/// How long a market keeps its slot for batch after batch while another market waits for one,
+/// in milliseconds. While none waits it keeps the slot until its event is applied: each step
+/// handed back and asked for again cost a round of messages between threads, time in which the
+/// database backend sat idle (issue 11).
+inline constexpr std::int64_t settlement_slot_hold_ms = 250;
 /// Longest pause between attempts of a market whose steps keep failing, in milliseconds.
 inline constexpr std::int64_t settlement_backoff_ms_max = 5000;
 /// Times the pause after a failed step doubles (`settlement.retry_delay_ms` * 2^n) before

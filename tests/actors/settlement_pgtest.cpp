@@ -312,6 +312,52 @@ TEST_CASE("a market of 20000 bets settles while placements on other markets go o
     e.check_money_invariants();
 }
 
+TEST_CASE("a market steps back to back in its slot, and hands the slot to a market that waits") {
+    // One slot: a market whose event is under way keeps it from batch to batch (no hand-back
+    // between steps), until another market asks for one; then it gives it up within
+    // limits::settlement_slot_hold_ms, so the small market is applied long before the big one.
+    engine e([](fulltime::config& cfg) {
+        cfg.settlement.batch_bets_max = 100;
+        cfg.settlement.batches_in_flight = 1;
+    });
+    constexpr int big = 20000;
+    e.add_market(1, {{11, 20000}, {12, 20000}});
+    e.add_market(2, {{21, 20000}, {22, 20000}});
+    e.fund(1, 500, 1000000);
+    e.exec(
+        "SELECT count(*) FROM (SELECT (fulltime_place((g % 500) + 1, 'big-' || g, 'fp', 11, "
+        "100, 0, 'any', 1000, 0)).outcome FROM generate_series(0, " +
+        std::to_string(big - 1) + ") g) x");
+    e.exec(
+        "SELECT count(*) FROM (SELECT (fulltime_place(g + 1, 'small-' || g, 'fp', 21, 100, 0, "
+        "'any', 1000, 0)).outcome FROM generate_series(0, 9) g) x");
+    const std::string win_11 =
+        R"({"outcomes":[{"selection_id":11,"win":true,"void_factor":0,"dead_heat_factor":10000}]})";
+    const std::string win_21 =
+        R"({"outcomes":[{"selection_id":21,"win":true,"void_factor":0,"dead_heat_factor":10000}]})";
+    REQUIRE(e.record(1, 1, "slot-big", "result", win_11) == "stored");
+    // The big market is under way (its first batches are in) before the small one asks.
+    const auto until = steady::now() + 60s;
+    while (e.scalar("SELECT count(*) FROM bet_settlements") < 300 && steady::now() < until) {
+        std::this_thread::sleep_for(5ms);
+    }
+    REQUIRE(e.record(2, 1, "slot-small", "result", win_21) == "stored");
+    REQUIRE(e.wait_applied(2, 1, 60s));
+    const auto big_settled_then = e.scalar(
+        "SELECT count(*) FROM bet_settlements s JOIN bets b USING (bet_id) "
+        "WHERE b.market_id = 1");
+    MESSAGE("the small market was applied when the big one had " << big_settled_then << " of "
+                                                                 << big << " bets settled");
+    CHECK(big_settled_then < big);
+    REQUIRE(e.wait_applied(1, 1, 180s));
+    CHECK(e.scalar("SELECT count(*) FROM bet_settlements") == big + 10);
+    // Every batch is counted, whether it ran alone in its slot or back to back with others.
+    CHECK(e.settlement_metrics().steps_batch.value() >= static_cast<std::uint64_t>(big / 100));
+    CHECK(e.settlement_metrics().bets.value() == static_cast<std::uint64_t>(big + 10));
+    CHECK(e.settlement_metrics().steps_finished.value() == 2);
+    e.check_money_invariants();
+}
+
 TEST_CASE("taking back winnings already withdrawn records a debt that a later credit repays") {
     engine e;
     e.add_market(1, {{11, 30000}, {12, 15000}});
