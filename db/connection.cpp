@@ -11,8 +11,10 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include <fcntl.h>
 #include <libpq-fe.h>
 #include <poll.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -84,15 +86,12 @@ struct connection::impl {
     impl(const impl&) = delete;
     impl& operator=(const impl&) = delete;
 
-    /// Stops watching the socket without closing it: the socket belongs to libpq, which
-    /// closes it in PQfinish (or already closed it while connecting).
+    /// Stops watching the socket: closes the duplicate that wrap_socket gave the reactor (the
+    /// socket itself stays libpq's, which closes it in PQfinish or already did).
     void unwrap_socket() noexcept {
         if (socket_) {
-            if (socket_->is_open()) {
-                // release() deregisters the descriptor from the reactor and gives it back
-                // unclosed.
-                socket_->release();
-            }
+            boost::system::error_code ignored;
+            socket_->close(ignored);
             socket_.reset();
         }
     }
@@ -100,16 +99,31 @@ struct connection::impl {
     /// Watches libpq's current socket. Called after every PQconnectPoll step because libpq may
     /// close its socket and open another one, possibly under the same number, which the
     /// reactor's registration of the old one would not cover.
+    ///
+    /// The reactor gets a duplicate of the descriptor, never libpq's own number: libpq closes
+    /// its socket by itself when the server ends the session (a FATAL, a restart, PgBouncer's
+    /// server_login_retry), and that number may then be handed to the next socket the process
+    /// opens, a bettor's WebSocket on another event loop included. Deregistering the old
+    /// number afterwards would silently take that new socket out of its reactor: the engine
+    /// would never read that bettor again (a rehearsal through PgBouncer found exactly this).
+    /// The duplicate is ours alone, so its number cannot be reused before we close it.
     outcome<void> wrap_socket() {
         unwrap_socket();
         const int fd = PQsocket(conn_);
         if (fd < 0) {
             return detail::connection_failure(conn_, errc::connection_lost);
         }
+        const int own = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
+        if (own < 0) {
+            return detail::make_failure(
+                errc::connection_lost,
+                std::string("cannot watch the socket: ") + std::strerror(errno));
+        }
         boost::system::error_code ec;
         socket_.emplace(executor_);
-        socket_->assign(fd, ec);
+        socket_->assign(own, ec);
         if (ec) {
+            ::close(own);
             socket_.reset();
             return detail::make_failure(errc::connection_lost,
                                         "cannot watch the socket: " + ec.message());

@@ -189,6 +189,12 @@ private:
                 auto [ec, bytes] = co_await ws_.async_write(asio::buffer(next.text),
                                                             asio::as_tuple(asio::use_awaitable));
                 if (ec) {
+                    // Nothing more can reach this client, so the connection ends here: closing
+                    // the socket ends the read loop too. Left open, the session would go on
+                    // taking requests and dropping their replies (enqueue() does once the
+                    // writer is done), and a client still waiting on it would never learn to
+                    // reconnect.
+                    close_socket();
                     break;
                 }
                 if (corked_ && queue_.empty()) {

@@ -6,6 +6,8 @@
 
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/steady_timer.hpp>
 
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -282,6 +284,48 @@ awaitable<void> terminated_in_flight(std::string url) {
     FT_CHECK_FAILS_WITH(again, db::errc::connection_lost);
 }
 
+// libpq closes its socket by itself when the server ends the session. The descriptor number
+// is then free, and the next socket the process opens takes it: here a pipe, in the engine a
+// bettor's WebSocket. Letting go of the broken connection afterwards must leave that new
+// descriptor watched by its reactor. (Before the reactor was given its own duplicate, the
+// connection deregistered the number it had watched, and the engine never read that bettor
+// again: a rehearsal through PgBouncer found it.)
+awaitable<void> reused_descriptor_stays_watched(std::string url) {
+    auto victim = co_await open_connection(url);
+    auto admin = co_await open_connection(url);
+    const int pid = victim->backend_pid();
+    REQUIRE(pid > 0);
+    FT_AWAIT_OK(co_await admin->query("SELECT pg_terminate_backend($1)", db::params(pid)));
+    // The next round trip meets the terminated session: libpq closes its socket.
+    for (int i = 0; i < 50 && !victim->broken(); ++i) {
+        auto r = co_await victim->query("SELECT 1");
+        if (!r) {
+            break;
+        }
+    }
+    CHECK(victim->broken());
+    int fds[2];
+    REQUIRE(::pipe(fds) == 0);
+    auto ex = co_await asio::this_coro::executor;
+    asio::posix::stream_descriptor reader(ex, fds[0]);
+    char byte = 0;
+    bool read_done = false;
+    reader.async_read_some(asio::buffer(&byte, 1), [&read_done](boost::system::error_code ec,
+                                                                std::size_t) { read_done = !ec; });
+    // Let go of the broken connection while the pipe's read waits for readiness.
+    victim.reset();
+    REQUIRE(::write(fds[1], "x", 1) == 1);
+    asio::steady_timer wait(ex);
+    for (int i = 0; i < 200 && !read_done; ++i) {
+        wait.expires_after(10ms);
+        co_await wait.async_wait(asio::as_tuple(asio::use_awaitable));
+    }
+    CHECK(read_done);
+    CHECK(byte == 'x');
+    reader.close();
+    ::close(fds[1]);
+}
+
 awaitable<void> application_name(std::string url) {
     auto conn = co_await open_connection(url);
     auto name = co_await conn->query("SELECT current_setting('application_name')");
@@ -477,6 +521,12 @@ TEST_CASE("connection: a query in flight fails promptly when its backend is term
     scratch_database db;
     asio::io_context ioc;
     run(ioc, terminated_in_flight(db.url()));
+}
+
+TEST_CASE("connection: a descriptor reused after libpq dropped its socket stays watched") {
+    scratch_database db;
+    asio::io_context ioc;
+    run(ioc, reused_descriptor_stays_watched(db.url()));
 }
 
 TEST_CASE("connection: application_name defaults to fulltime and can be overridden") {
