@@ -36,6 +36,11 @@ commands:
   diagnose [--url URL]       ask a running engine what holds placement back now: the
         [--json] [--samples N]  verdict, its evidence and the newest samples; exit 0
                              quiet, 1 a mechanism named, 2 the engine did not answer
+  rehearse SCENARIO.json     rehearse a match night: start PostgreSQL (and PgBouncer)
+        [--out DIR]          and the engine, bet, post a results burst, inject the
+        [--database-url URL] scenario's faults, then judge its exit criteria; writes a
+        [--pgbouncer]        JSON report and an SVG plot; exit 0 all met, 1 one not,
+        [--keep]             2 could not run (docs/rehearsal.md)
   bench-placement [OPTIONS]  drive placements over WebSocket against a running engine
                              and print throughput and latency (see scripts/bench-placement)
   version                    print the version
@@ -103,6 +108,9 @@ int main(int argc, char** argv) {
         }
         if (command == "diagnose") {
             return fulltime::app::diagnose_command(cfg, args);
+        }
+        if (command == "rehearse") {
+            return fulltime::app::rehearse_command(cfg, args);
         }
         if (command == "bench-placement") {
             return fulltime::app::bench_command(cfg, args);

@@ -38,6 +38,12 @@ int audit_command(const config& cfg, const std::vector<std::string>& args);
 /// named; 2: usage error, or the engine could not be reached or refused.
 int diagnose_command(const config& cfg, const std::vector<std::string>& args);
 
+/// Rehearses a match night from a scenario file (`fulltime rehearse SCENARIO.json [--out DIR]
+/// [--database-url URL] [--pgbouncer] [--keep]`): starts the stack, drives the engine through its
+/// public interfaces, injects the scenario's faults and judges its exit criteria. Exit status 0:
+/// every criterion met; 1: one was not; 2: the rehearsal could not run.
+int rehearse_command(const config& cfg, const std::vector<std::string>& args);
+
 /// Drives placements over WebSocket against a running engine and prints figures as JSON
 /// (`fulltime bench-placement --port P --connections N --accounts M ...`).
 int bench_command(const config& cfg, const std::vector<std::string>& args);

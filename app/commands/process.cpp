@@ -33,13 +33,7 @@ bool drop_to(const run_as& user) {
            ::setuid(static_cast<uid_t>(user.uid)) == 0;
 }
 
-int wait_for(pid_t pid) {
-    int status = 0;
-    while (::waitpid(pid, &status, 0) < 0) {
-        if (errno != EINTR) {
-            return 127;
-        }
-    }
+int exit_status(int status) {
     if (WIFEXITED(status)) {
         return WEXITSTATUS(status);
     }
@@ -49,20 +43,40 @@ int wait_for(pid_t pid) {
     return 127;
 }
 
+int wait_for(pid_t pid) {
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0) {
+        if (errno != EINTR) {
+            return 127;
+        }
+    }
+    return exit_status(status);
+}
+
 }  // namespace
 
-int run_process(const std::vector<std::string>& argv, const std::string& log_path,
-                const std::optional<run_as>& user) {
+int spawn_process(const std::vector<std::string>& argv, const std::string& log_path,
+                  const std::optional<run_as>& user, const std::vector<std::string>* env) {
     std::vector<char*> args;
     args.reserve(argv.size() + 1);
     for (const auto& a : argv) {
         args.push_back(const_cast<char*>(a.c_str()));
     }
     args.push_back(nullptr);
+    // Built before the fork: a child of a threaded parent may only make async-signal-safe
+    // calls, so it gets its environment ready-made.
+    std::vector<char*> envp;
+    if (env != nullptr) {
+        envp.reserve(env->size() + 1);
+        for (const auto& e : *env) {
+            envp.push_back(const_cast<char*>(e.c_str()));
+        }
+        envp.push_back(nullptr);
+    }
 
     const int log_fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (log_fd < 0) {
-        return 127;
+        return -1;
     }
     if (user) {
         // The child writes the log after dropping privileges: let it own the file.
@@ -72,7 +86,7 @@ int run_process(const std::vector<std::string>& argv, const std::string& log_pat
     const pid_t pid = ::fork();
     if (pid < 0) {
         ::close(log_fd);
-        return 127;
+        return -1;
     }
     if (pid == 0) {
         // Only async-signal-safe calls from here to exec.
@@ -88,11 +102,31 @@ int run_process(const std::vector<std::string>& argv, const std::string& log_pat
         if (user && !drop_to(*user)) {
             ::_exit(126);
         }
-        ::execv(args[0], args.data());
+        if (env != nullptr) {
+            ::execve(args[0], args.data(), envp.data());
+        } else {
+            ::execv(args[0], args.data());
+        }
         ::_exit(127);
     }
     ::close(log_fd);
-    return wait_for(pid);
+    return pid;
+}
+
+int wait_process(int pid) { return pid < 0 ? 127 : wait_for(static_cast<pid_t>(pid)); }
+
+std::optional<int> poll_process(int pid) {
+    int status = 0;
+    const pid_t done = ::waitpid(static_cast<pid_t>(pid), &status, WNOHANG);
+    if (done == 0) {
+        return std::nullopt;
+    }
+    return done < 0 ? 127 : exit_status(status);
+}
+
+int run_process(const std::vector<std::string>& argv, const std::string& log_path,
+                const std::optional<run_as>& user) {
+    return wait_process(spawn_process(argv, log_path, user, nullptr));
 }
 
 bool user_can_use_directory(const run_as& user, const std::string& dir) {

@@ -27,6 +27,18 @@ bool running_as_root();
 int run_process(const std::vector<std::string>& argv, const std::string& log_path,
                 const std::optional<run_as>& user);
 
+/// Starts argv[0] (an absolute path) as run_process does, in a process group of its own, without
+/// waiting for it. `env` (NAME=VALUE strings), when given, is the child's whole environment.
+/// Returns the child's pid, or -1 when it could not be started.
+int spawn_process(const std::vector<std::string>& argv, const std::string& log_path,
+                  const std::optional<run_as>& user, const std::vector<std::string>* env);
+
+/// Waits for a child started by spawn_process; returns its exit status as run_process does.
+int wait_process(int pid);
+
+/// Returns a child's exit status when it has exited (reaping it), else nullopt. Never blocks.
+std::optional<int> poll_process(int pid);
+
 /// Returns whether `user` can read, write and enter `dir` (checked in a child that drops to the
 /// user, so every parent directory's permissions count).
 bool user_can_use_directory(const run_as& user, const std::string& dir);

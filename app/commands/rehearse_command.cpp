@@ -1,0 +1,673 @@
+// `fulltime rehearse SCENARIO.json`: a match night, rehearsed. It starts what the scenario
+// needs (a PostgreSQL of its own, PgBouncer in transaction pooling mode, the engine), sets up
+// accounts and markets through the operator API and the feed, bets on the burst markets, then
+// runs the night on one clock: bettors placing at a steady rate, every burst market's result at
+// once, and the scenario's faults at their seconds. Afterwards it checks what the exit criteria
+// ask (docs/rehearsal.md) and writes a JSON report and a latency-over-time plot. Exit status 0:
+// every criterion met; 1: one was not; 2: the rehearsal could not run as written.
+
+#include "app/commands/commands.hpp"
+#include "app/rehearsal/driver.hpp"
+#include "app/rehearsal/scenario.hpp"
+#include "app/rehearsal/stack.hpp"
+#include "app/rehearsal/timeline.hpp"
+
+#include "fulltime/core/money.hpp"
+#include "fulltime/db/audit_statements.hpp"
+#include "fulltime/db/error.hpp"
+#include "fulltime/db/rehearsal_statements.hpp"
+
+#include <openssl/rand.h>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/use_future.hpp>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <stdexcept>
+#include <thread>
+
+namespace fulltime::app {
+
+namespace {
+
+namespace asio = boost::asio;
+namespace fs = std::filesystem;
+using nlohmann::json;
+using namespace rehearsal;
+
+constexpr const char* usage =
+    "usage: fulltime rehearse SCENARIO.json [--out DIR] [--database-url URL] [--pgbouncer] "
+    "[--keep]";
+constexpr std::size_t account_workers = 16;
+// How long after the run's end the bettors may still wait for replies to what they sent.
+constexpr double drain_s = 30;
+constexpr std::int64_t live_market_base = 1000;
+constexpr std::int64_t burst_market_base = 2000;
+
+struct options {
+    std::string scenario_path;
+    std::string out_dir;
+    std::string database_url;
+    bool pgbouncer = false;  ///< PgBouncer in between whatever the scenario says
+    bool keep = false;
+};
+
+options parse(const std::vector<std::string>& args) {
+    options o;
+    for (std::size_t i = 0; i < args.size(); ++i) {
+        if (args[i] == "--out" && i + 1 < args.size()) {
+            o.out_dir = args[++i];
+        } else if (args[i] == "--database-url" && i + 1 < args.size()) {
+            o.database_url = args[++i];
+        } else if (args[i] == "--pgbouncer") {
+            o.pgbouncer = true;
+        } else if (args[i] == "--keep") {
+            o.keep = true;
+        } else if (o.scenario_path.empty() && !args[i].empty() && args[i][0] != '-') {
+            o.scenario_path = args[i];
+        } else {
+            throw std::invalid_argument(usage);
+        }
+    }
+    if (o.scenario_path.empty()) {
+        throw std::invalid_argument(usage);
+    }
+    return o;
+}
+
+void progress(const std::string& line) {
+    std::fprintf(stderr, "rehearse: %s\n", line.c_str());
+    std::fflush(stderr);
+}
+
+std::string random_hex(std::size_t bytes) {
+    std::vector<unsigned char> raw(bytes);
+    if (RAND_bytes(raw.data(), static_cast<int>(raw.size())) != 1) {
+        throw std::runtime_error("no randomness for the token secret");
+    }
+    static constexpr char hex[] = "0123456789abcdef";
+    std::string out;
+    for (auto c : raw) {
+        out += hex[c >> 4];
+        out += hex[c & 0xf];
+    }
+    return out;
+}
+
+std::string fixed(double v, int decimals) {
+    char buf[48];
+    std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+    return buf;
+}
+
+// One connection of the rehearsal's own to the database, for its faults and its checks. Each
+// call runs one coroutine to its end on a private event loop (blocking: main thread only).
+class sql_session {
+public:
+    explicit sql_session(const std::string& url, const std::string& application) {
+        db::session_options s;
+        s.application_name = application;
+        auto conn = run(db::connection::open(ioc_.get_executor(), url, std::chrono::seconds(10),
+                                             std::chrono::seconds(120), false, s));
+        if (!conn) {
+            throw std::runtime_error("cannot connect to the database: " +
+                                     db::describe(conn.error()));
+        }
+        conn_ = std::move(*conn);
+    }
+
+    db::connection& conn() { return *conn_; }
+
+    template <class T>
+    T run(asio::awaitable<T> work) {
+        auto done = asio::co_spawn(ioc_, std::move(work), asio::use_future);
+        ioc_.restart();
+        ioc_.run();
+        return done.get();
+    }
+
+private:
+    asio::io_context ioc_;
+    std::unique_ptr<db::connection> conn_;
+};
+
+/// Holds one burst market's feed state: the events sent, the next seq.
+struct burst_market {
+    std::int64_t market_id = 0;
+    std::int32_t next_seq = 1;
+    json result;  ///< the result as first sent (for a duplicate)
+};
+
+json result_event(std::int64_t market_id, std::int32_t seq, const std::string& key,
+                  std::int64_t winner) {
+    return {{"type", "result"},
+            {"market_id", market_id},
+            {"seq", seq},
+            {"event_key", key},
+            {"outcomes", json::array({{{"selection_id", winner}, {"result", "win"}}})}};
+}
+
+// Posts one feed event; returns a sentence on what came back. Throws when it was refused.
+std::string post_event(driver& d, const json& event) {
+    const auto r = d.call("POST", "/v1/feed", event.dump(), std::chrono::seconds(60));
+    if (r.status != 200) {
+        throw std::runtime_error(
+            "POST /v1/feed " + event.value("event_key", "") + ": " +
+            (r.status == 0 ? r.error : std::to_string(r.status) + " " + r.body));
+    }
+    const auto ack = json::parse(r.body, nullptr, false);
+    const bool duplicate = ack.is_object() && ack.value("duplicate", false);
+    return event.value("type", "") + " seq " + std::to_string(event.value("seq", 0)) +
+           (duplicate ? " acknowledged as a duplicate" : " acknowledged");
+}
+
+/// Holds the run's checks after the night.
+struct acknowledgement_check {
+    std::int64_t lost = 0;
+    std::int64_t doubled = 0;
+    std::vector<std::string> examples;
+};
+
+acknowledgement_check check_acknowledgements(const std::vector<acknowledgement>& requests,
+                                             const std::vector<db::keyed_bet>& stored) {
+    acknowledgement_check out;
+    std::map<std::string, std::vector<std::int64_t>> bets_of;
+    for (const auto& b : stored) {
+        bets_of[b.idempotency_key].push_back(b.bet_id);
+    }
+    const auto note = [&out](std::string what) {
+        if (out.examples.size() < 10) {
+            out.examples.push_back(std::move(what));
+        }
+    };
+    for (const auto& r : requests) {
+        const auto it = bets_of.find(r.key);
+        const std::size_t n = it == bets_of.end() ? 0 : it->second.size();
+        if (n > 1 || r.conflicting) {
+            ++out.doubled;
+            note(r.key + ": " + std::to_string(n) + " bets stored" +
+                 (r.conflicting ? ", replies disagreed" : ""));
+        } else if (!r.answered) {
+            ++out.lost;
+            note(r.key + ": never answered (" + std::to_string(r.sends) + " sends)");
+        } else if (r.outcome == "placed" && (n != 1 || it->second.front() != r.bet_id)) {
+            ++out.lost;
+            note(r.key + ": answered placed as bet " + std::to_string(r.bet_id) +
+                 (n == 0 ? ", no bet stored" : ", stored as another bet"));
+        } else if (r.outcome != "placed" && n != 0) {
+            ++out.doubled;
+            note(r.key + ": answered '" + r.outcome + "' but a bet is stored");
+        }
+    }
+    return out;
+}
+
+int run(const config& cfg, const options& opt) {
+    scenario s;
+    {
+        std::ifstream in(opt.scenario_path);
+        if (!in) {
+            std::fprintf(stderr, "fulltime rehearse: cannot read %s\n", opt.scenario_path.c_str());
+            return 2;
+        }
+        const auto doc = json::parse(in, nullptr, false);
+        if (doc.is_discarded()) {
+            std::fprintf(stderr, "fulltime rehearse: %s is not valid JSON\n",
+                         opt.scenario_path.c_str());
+            return 2;
+        }
+        s = parse_scenario(doc);
+    }
+    s.pgbouncer = s.pgbouncer || opt.pgbouncer;
+    if (!opt.database_url.empty()) {
+        for (const auto& f : s.faults) {
+            if (f.kind == fault_kind::restart_postgres) {
+                throw std::invalid_argument(
+                    "restart_postgres restarts the rehearsal's own PostgreSQL: run without "
+                    "--database-url, or take the fault out of the scenario");
+            }
+        }
+    }
+    const std::string out_dir = opt.out_dir.empty() ? "rehearsal-" + s.name : opt.out_dir;
+    fs::create_directories(out_dir);
+    std::string work_template = (fs::temp_directory_path() / "fulltime-rehearse-XXXXXX").string();
+    if (::mkdtemp(work_template.data()) == nullptr) {
+        throw std::runtime_error("cannot create a work directory under " +
+                                 fs::temp_directory_path().string());
+    }
+    const std::string work_dir = work_template;
+    // Entered by the cluster's and PgBouncer's user (postgres) when running as root.
+    fs::permissions(work_dir, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                                  fs::perms::others_read | fs::perms::others_exec);
+    // On a database that is not its own, the rehearsal's ids start past a base of its run so
+    // that two rehearsals never meet (accounts and markets are the operator's ids).
+    const std::int64_t id_base = opt.database_url.empty()
+                                     ? 0
+                                     : (std::chrono::duration_cast<std::chrono::seconds>(
+                                            std::chrono::system_clock::now().time_since_epoch())
+                                            .count() %
+                                        1'000'000) *
+                                           1'000'000;
+    const std::string run_tag = random_hex(4);
+
+    progress("scenario " + s.name + ": " + std::to_string(s.accounts) + " accounts, " +
+             std::to_string(s.live_markets) + " live and " + std::to_string(s.burst_markets) +
+             " burst markets, " + std::to_string(s.connections) + " bettors at " +
+             fixed(s.rate_per_s, 0) + "/s for " + fixed(s.duration_s, 0) + " s, " +
+             std::to_string(s.faults.size()) + " faults" +
+             (s.pgbouncer ? ", through PgBouncer" : "") + "; work directory " + work_dir);
+
+    stack_settings ss;
+    ss.work_dir = work_dir;
+    ss.database_url = opt.database_url;
+    ss.pgbouncer = s.pgbouncer;
+    ss.token_secret = random_hex(32);
+    std::optional<stack> running;
+    running.emplace(cfg, ss);
+    stack& st = *running;
+    progress("engine listening on 127.0.0.1:" + std::to_string(st.port()) +
+             (st.owns_database() ? " (private PostgreSQL" : " (given database") +
+             (s.pgbouncer ? ", PgBouncer in transaction mode)" : ")"));
+
+    driver d(st.port(), ss.token_secret);
+
+    // --- set-up: markets, accounts, bets on the burst markets ---------------------------------
+    const auto market_message = [&](std::int64_t market_id, const std::string& name) {
+        return json{
+            {"type", "market"},
+            {"market_id", market_id},
+            {"event_id", id_base + 1},
+            {"event_name", "rehearsal " + s.name},
+            {"name", name},
+            {"status", "open"},
+            {"stake_min", "0.01"},
+            {"stake_max", money::format_amount(std::max<std::int64_t>(s.stake_minor, 100) * 100)},
+            {"liability_limit", money::format_amount(s.deposit_minor * s.accounts)},
+            {"exposure_shards", 16},
+            {"selections",
+             json::array(
+                 {{{"selection_id", market_id * 10 + 1}, {"name", "home"}, {"odds", "1.90"}},
+                  {{"selection_id", market_id * 10 + 2}, {"name", "away"}, {"odds", "2.10"}}})}};
+    };
+    std::vector<std::int64_t> live_selections;
+    for (std::int64_t i = 1; i <= s.live_markets; ++i) {
+        const auto m = id_base + live_market_base + i;
+        post_event(d, market_message(m, "live " + std::to_string(i)));
+        live_selections.push_back(m * 10 + 1);
+        live_selections.push_back(m * 10 + 2);
+    }
+    std::vector<burst_market> bursts;
+    std::vector<std::int64_t> burst_selections;
+    for (std::int64_t i = 1; i <= s.burst_markets; ++i) {
+        const auto m = id_base + burst_market_base + i;
+        post_event(d, market_message(m, "burst " + std::to_string(i)));
+        bursts.push_back(burst_market{m, 1, nullptr});
+        burst_selections.push_back(m * 10 + 1);
+        burst_selections.push_back(m * 10 + 2);
+    }
+    progress("markets created; creating and funding " + std::to_string(s.accounts) + " accounts");
+    const auto setup_start = std::chrono::steady_clock::now();
+    d.create_accounts(id_base + 1, s.accounts, money::format_amount(s.deposit_minor),
+                      account_workers);
+    std::vector<std::int64_t> all_accounts;
+    for (std::int64_t a = 1; a <= s.accounts; ++a) {
+        all_accounts.push_back(id_base + a);
+    }
+    const std::string preload_prefix = "rh-" + run_tag + "-pre-";
+    if (s.preload_bets > 0) {
+        progress("placing " + std::to_string(s.preload_bets) +
+                 " bets on the burst markets at up to " + fixed(s.preload_rate_per_s, 0) + "/s");
+        d.preload(all_accounts, burst_selections, money::format_amount(s.stake_minor),
+                  s.preload_bets, s.preload_rate_per_s, preload_prefix);
+    }
+    const double setup_s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - setup_start).count();
+
+    // --- the night ------------------------------------------------------------------------------
+    bettor_settings bs;
+    const auto stride = std::max<std::int64_t>(1, s.accounts / s.connections);
+    for (std::int64_t i = 0; i < s.connections; ++i) {
+        bs.accounts.push_back(id_base + 1 + i * stride);
+    }
+    bs.selections = live_selections;
+    bs.stake = money::format_amount(s.stake_minor);
+    bs.rate_per_s = s.rate_per_s;
+    bs.retry_ratio = s.retry_ratio;
+    bs.key_prefix = "rh-" + run_tag + "-live-";
+    bs.duration_s = s.duration_s;
+
+    std::vector<mark> marks;
+    std::vector<std::string> fault_errors;
+    std::optional<sql_session> idle_session;
+    struct step {
+        double at_s;
+        std::string label;
+        std::function<std::string()> act;
+    };
+    std::vector<step> steps;
+    steps.push_back({s.burst_at_s, "burst", [&] {
+                         for (auto& b : bursts) {
+                             b.result = result_event(
+                                 b.market_id, b.next_seq++,
+                                 "rh-" + run_tag + "-result-" + std::to_string(b.market_id),
+                                 b.market_id * 10 + 1);
+                             post_event(d, b.result);
+                         }
+                         std::vector<std::int64_t> ids;
+                         for (const auto& b : bursts) {
+                             ids.push_back(b.market_id);
+                         }
+                         d.watch_applied(std::move(ids), 1);
+                         return std::to_string(bursts.size()) + " results posted (" +
+                                std::to_string(s.preload_bets) + " bets to settle)";
+                     }});
+    for (const auto& f : s.faults) {
+        const std::string label = name(f.kind);
+        switch (f.kind) {
+            case fault_kind::kill_engine:
+                steps.push_back({f.at_s, label, [&] {
+                                     return "SIGKILL; listening again after " +
+                                            fixed(st.kill_and_restart_engine(), 2) + " s";
+                                 }});
+                break;
+            case fault_kind::restart_postgres:
+                steps.push_back({f.at_s, label, [&] {
+                                     return "fast shutdown and start in " +
+                                            fixed(st.restart_database(), 2) + " s";
+                                 }});
+                break;
+            case fault_kind::terminate_backends:
+                steps.push_back({f.at_s, label + " " + f.pool, [&, pool = f.pool] {
+                                     sql_session q(st.database_url(), "fulltime-rehearse");
+                                     const auto ended = q.run(db::terminate_sessions(
+                                         q.conn(), pool == "all" ? std::string("fulltime-")
+                                                                 : "fulltime-" + pool));
+                                     if (!ended) {
+                                         throw std::runtime_error(db::describe(ended.error()));
+                                     }
+                                     return std::to_string(*ended) + " sessions of the " + pool +
+                                            " pool ended";
+                                 }});
+                break;
+            case fault_kind::idle_in_transaction: {
+                const auto account = bs.accounts.front();
+                steps.push_back(
+                    {f.at_s, label, [&, account, hold = f.hold_s] {
+                         idle_session.emplace(st.database_url(), "rehearsal-idle-session");
+                         const auto held =
+                             idle_session->run(db::hold_account_row(idle_session->conn(), account));
+                         if (!held || !*held) {
+                             throw std::runtime_error(held ? "no such account"
+                                                           : db::describe(held.error()));
+                         }
+                         return "an outside session holds account " + std::to_string(account) +
+                                "'s row, idle, for " + fixed(hold, 1) + " s";
+                     }});
+                steps.push_back({f.at_s + f.hold_s, "release idle", [&] {
+                                     if (idle_session) {
+                                         idle_session->run(db::release_row(idle_session->conn()));
+                                         idle_session.reset();
+                                     }
+                                     return std::string("the idle session rolled back");
+                                 }});
+                break;
+            }
+            case fault_kind::drop_connections:
+                steps.push_back({f.at_s, label, [&] {
+                                     d.drop_connections();
+                                     return std::string(
+                                         "every bettor's connection closed; they reconnect and "
+                                         "send again what had no reply");
+                                 }});
+                break;
+            case fault_kind::duplicate_result:
+                steps.push_back({f.at_s, label, [&, k = f.market] {
+                                     auto& b = bursts[static_cast<std::size_t>(k - 1)];
+                                     return "market " + std::to_string(b.market_id) + ": " +
+                                            post_event(d, b.result);
+                                 }});
+                break;
+            case fault_kind::correct_result:
+                steps.push_back(
+                    {f.at_s, label, [&, k = f.market, reordered = f.reordered] {
+                         auto& b = bursts[static_cast<std::size_t>(k - 1)];
+                         const auto key =
+                             "rh-" + run_tag + "-correct-" + std::to_string(b.market_id);
+                         json rollback = {{"type", "rollback_result"},
+                                          {"market_id", b.market_id},
+                                          {"seq", b.next_seq},
+                                          {"event_key", key + "-rollback"}};
+                         json again = result_event(b.market_id, b.next_seq + 1, key + "-result",
+                                                   b.market_id * 10 + 2);
+                         b.next_seq += 2;
+                         std::string said;
+                         if (reordered) {
+                             said = post_event(d, again) + "; ";
+                             std::this_thread::sleep_for(std::chrono::seconds(1));
+                             said += post_event(d, rollback);
+                         } else {
+                             said = post_event(d, rollback) + "; " + post_event(d, again);
+                         }
+                         return "market " + std::to_string(b.market_id) +
+                                (reordered ? " (new result first, its gap filled "
+                                             "a second later): "
+                                           : ": ") +
+                                said;
+                     }});
+                break;
+            case fault_kind::cancel_market:
+                steps.push_back({f.at_s, label, [&, k = f.market] {
+                                     auto& b = bursts[static_cast<std::size_t>(k - 1)];
+                                     json cancel = {{"type", "cancel"},
+                                                    {"market_id", b.market_id},
+                                                    {"seq", b.next_seq++},
+                                                    {"event_key", "rh-" + run_tag + "-cancel-" +
+                                                                      std::to_string(b.market_id)}};
+                                     return "market " + std::to_string(b.market_id) + ": " +
+                                            post_event(d, cancel);
+                                 }});
+                break;
+        }
+    }
+    std::stable_sort(steps.begin(), steps.end(),
+                     [](const step& a, const step& b) { return a.at_s < b.at_s; });
+
+    progress("set up in " + fixed(setup_s, 1) + " s; the night starts (" + fixed(s.duration_s, 0) +
+             " s)");
+    d.start_clock();
+    d.start_sampling();
+    d.start_bettors(bs);
+    for (auto& stp : steps) {
+        while (d.now_s() < stp.at_s) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(std::clamp<std::int64_t>(
+                static_cast<std::int64_t>((stp.at_s - d.now_s()) * 1000), 1, 200)));
+        }
+        const double at = d.now_s();
+        std::string detail;
+        try {
+            detail = stp.act();
+        } catch (const std::exception& e) {
+            detail = std::string("FAILED: ") + e.what();
+            fault_errors.push_back(stp.label + " at " + fixed(at, 1) + " s: " + e.what());
+        }
+        progress("t=" + fixed(at, 1) + " s " + stp.label + ": " + detail);
+        marks.push_back(mark{at, stp.label, detail});
+    }
+    progress("waiting for the bettors' last replies");
+    auto results = d.finish_bettors(drain_s);
+    // A second of readings after the night, so the backlog's last state is seen.
+    std::this_thread::sleep_for(std::chrono::milliseconds(1200));
+    auto sampled = d.finish_sampling();
+    const auto& backlog = sampled.backlog;
+    const auto& verdicts = sampled.verdicts;
+
+    // --- the checks -----------------------------------------------------------------------------
+    progress("checking acknowledgements, settlement and the money invariants");
+    sql_session q(st.database_url(), "fulltime-rehearse");
+    run_facts facts;
+    facts.burst_at_s = s.burst_at_s;
+    facts.duration_s = s.duration_s;
+    if (sampled.applied_s) {
+        facts.burst_applied_s = sampled.applied_s;
+    }
+    acknowledgement_check acks;
+    {
+        auto stored = q.run(db::read_keyed_bets(q.conn(), bs.key_prefix));
+        if (!stored) {
+            throw std::runtime_error("reading the run's bets: " + db::describe(stored.error()));
+        }
+        acks = check_acknowledgements(results.requests, *stored);
+        facts.lost_acknowledgements = acks.lost;
+        facts.doubled_acknowledgements = acks.doubled;
+    }
+    {
+        std::vector<std::int64_t> ids;
+        for (const auto& b : bursts) {
+            ids.push_back(b.market_id);
+        }
+        auto unsettled = q.run(db::count_unsettled_bets(q.conn(), ids));
+        if (!unsettled) {
+            throw std::runtime_error("counting unsettled bets: " + db::describe(unsettled.error()));
+        }
+        facts.unsettled_bets = *unsettled;
+    }
+    json audit = json::array();
+    {
+        std::int64_t broken = 0;
+        for (const auto& inv : db::audit_invariants()) {
+            auto f = q.run(db::check_invariant(q.conn(), inv, 600'000));
+            if (!f) {
+                broken = -1;
+                audit.push_back(
+                    {{"name", std::string(inv.name)}, {"error", db::describe(f.error())}});
+                break;
+            }
+            broken += f->violations > 0 ? 1 : 0;
+            audit.push_back({{"name", std::string(inv.name)},
+                             {"passed", f->violations == 0},
+                             {"violations", f->violations},
+                             {"sample", f->sample}});
+        }
+        facts.invariant_failures = broken;
+    }
+    st.stop_engine();
+
+    const auto verdicts_judged = judge(s.criteria, facts, results.replies, backlog);
+    const auto secs = per_second(results.replies, s.duration_s);
+    const bool passed =
+        fault_errors.empty() && std::all_of(verdicts_judged.begin(), verdicts_judged.end(),
+                                            [](const verdict& v) { return v.passed; });
+
+    // --- the report -----------------------------------------------------------------------------
+    const std::string svg_path = out_dir + "/" + s.name + ".svg";
+    const std::string json_path = out_dir + "/" + s.name + ".json";
+    {
+        std::ofstream svg(svg_path);
+        svg << render_svg("fulltime rehearse " + s.name +
+                              ": placement latency and settlement "
+                              "backlog",
+                          secs, backlog, marks, s.duration_s);
+    }
+    json report;
+    report["scenario"] = to_json(s);
+    report["passed"] = passed;
+    report["criteria"] = to_json(verdicts_judged);
+    report["fault_errors"] = fault_errors;
+    report["setup_s"] = setup_s;
+    report["burst_applied_s"] =
+        sampled.applied_s ? json(*sampled.applied_s - s.burst_at_s) : json(nullptr);
+    json marks_json = json::array();
+    for (const auto& m : marks) {
+        marks_json.push_back({{"at_s", m.at_s}, {"what", m.label}, {"detail", m.detail}});
+    }
+    report["timeline"] = marks_json;
+    json seconds_json = json::array();
+    for (const auto& sec : secs) {
+        seconds_json.push_back({{"t_s", sec.at_s},
+                                {"placements", sec.count},
+                                {"p50_ms", sec.p50_ms},
+                                {"p99_ms", sec.p99_ms},
+                                {"max_ms", sec.max_ms}});
+    }
+    report["per_second"] = seconds_json;
+    json backlog_json = json::array();
+    for (const auto& b : backlog) {
+        backlog_json.push_back({{"t_s", b.at_s}, {"age_ms", b.age_ms}});
+    }
+    report["backlog"] = backlog_json;
+    json diag_json = json::array();
+    for (const auto& v : verdicts) {
+        diag_json.push_back({{"t_s", v.at_s}, {"code", v.code}, {"summary", v.summary}});
+    }
+    report["diagnosis"] = diag_json;
+    report["audit"] = audit;
+    std::map<std::string, std::uint64_t> outcomes;
+    for (const auto& r : results.requests) {
+        ++outcomes[r.answered ? r.outcome : "unanswered"];
+    }
+    report["bettors"] = {{"requests", results.requests.size()},
+                         {"outcomes", outcomes},
+                         {"reconnects", results.reconnects},
+                         {"retries", results.retries},
+                         {"silent_connections", results.silent_connections},
+                         {"acknowledgement_problems", acks.examples}};
+    {
+        std::ofstream out(json_path);
+        out << report.dump(2) << "\n";
+    }
+    std::error_code ec;
+    fs::copy_file(st.engine_log(), out_dir + "/" + s.name + "-engine.log",
+                  fs::copy_options::overwrite_existing, ec);
+    running.reset();  // PgBouncer and the cluster stop before their directory goes
+
+    // --- the summary ----------------------------------------------------------------------------
+    std::printf("rehearsal %s: %s\n", s.name.c_str(), passed ? "PASSED" : "FAILED");
+    for (const auto& v : verdicts_judged) {
+        std::printf("  %-4s %-26s measured %10s  limit %10s  (%s)\n", v.passed ? "PASS" : "FAIL",
+                    v.name.c_str(), fixed(v.measured, 2).c_str(), fixed(v.limit, 2).c_str(),
+                    v.detail.c_str());
+    }
+    for (const auto& e : fault_errors) {
+        std::printf("  FAIL fault could not be injected: %s\n", e.c_str());
+    }
+    std::printf(
+        "  placements: %zu requests, %llu reconnects, %llu sent again, %llu connections "
+        "given up as silent\n",
+        results.requests.size(), static_cast<unsigned long long>(results.reconnects),
+        static_cast<unsigned long long>(results.retries),
+        static_cast<unsigned long long>(results.silent_connections));
+    for (const auto& [o, n] : outcomes) {
+        std::printf("    %-32s %llu\n", o.c_str(), static_cast<unsigned long long>(n));
+    }
+    std::printf("  peak diagnosis during the run:\n");
+    for (const auto& v : verdicts) {
+        std::printf("    t=%6.1f s  %s: %s\n", v.at_s, v.code.c_str(), v.summary.c_str());
+    }
+    std::printf("  report %s, plot %s\n", json_path.c_str(), svg_path.c_str());
+    if (!opt.keep) {
+        fs::remove_all(work_dir, ec);
+    } else {
+        std::printf("  work directory kept: %s\n", work_dir.c_str());
+    }
+    return passed ? 0 : 1;
+}
+
+}  // namespace
+
+int rehearse_command(const config& cfg, const std::vector<std::string>& args) {
+    try {
+        return run(cfg, parse(args));
+    } catch (const std::exception& e) {  // a bad scenario or argument, or a stack that failed
+        std::fprintf(stderr, "fulltime rehearse: %s\n", e.what());
+        return 2;
+    }
+}
+
+}  // namespace fulltime::app
