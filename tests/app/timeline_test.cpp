@@ -72,7 +72,7 @@ TEST_CASE("a run that recovers in time and stays fast passes every criterion") {
         CAPTURE(v.name);
         CHECK(v.passed);
     }
-    CHECK(find(vs, "backlog_recovered_s").measured == doctest::Approx(3));
+    CHECK(find(vs, "backlog_recovered_s").measured == doctest::Approx(4));
 }
 
 TEST_CASE("the p99 counts only placements scheduled while the burst settled") {
@@ -97,7 +97,7 @@ TEST_CASE("a burst applied at once still measures its first second") {
     f.burst_applied_s = 10.1;
     const auto vs = judge(criteria(), f, replies, {{10.5, 0}, {11, 0}});
     CHECK(find(vs, "placement_p99_ms").measured == 70);
-    CHECK(find(vs, "backlog_recovered_s").measured == doctest::Approx(0.1));
+    CHECK(find(vs, "backlog_recovered_s").measured == doctest::Approx(0.5));
 }
 
 TEST_CASE("a burst never applied, or a backlog over its limit later on, fails") {
@@ -114,16 +114,20 @@ TEST_CASE("a burst never applied, or a backlog over its limit later on, fails") 
 
     f.burst_applied_s = 24;
     const auto late = judge(criteria(), f, replies, {{11, 5000}, {25, 1000}});
-    CHECK(find(late, "backlog_recovered_s").measured == doctest::Approx(14));
+    CHECK(find(late, "backlog_recovered_s").measured == doctest::Approx(15));
     CHECK_FALSE(find(late, "backlog_recovered_s").passed);
 }
 
-TEST_CASE("a second excursion over the limit moves the recovery to after it") {
+TEST_CASE("a later event's backlog is reported, not counted, when it is gone by the end") {
+    // A correction or a cancel after the burst is an event of its own: the backlog it raises
+    // is in the detail, and only a backlog still over the limit at the end fails.
     auto f = facts();
     f.burst_applied_s = 12;
     const auto vs =
         judge(criteria(), f, {{11, 1}}, {{11, 3000}, {12, 0}, {16, 2500}, {18, 100}, {30, 0}});
-    CHECK(find(vs, "backlog_recovered_s").measured == doctest::Approx(8));
+    CHECK(find(vs, "backlog_recovered_s").measured == doctest::Approx(2));
+    CHECK(find(vs, "backlog_recovered_s").passed);
+    CHECK(find(vs, "backlog_recovered_s").detail.find("2.5 s at most") != std::string::npos);
 }
 
 TEST_CASE("money and acknowledgement criteria allow zero") {
