@@ -218,21 +218,23 @@ asio::awaitable<outcome<void>> read_blockers(connection& conn, diagnosis::sample
     co_return outcome<void>{};
 }
 
-std::string database_of(const std::string& conninfo) {
+std::string conninfo_value(const std::string& conninfo, std::string_view keyword) {
     char* error = nullptr;
     PQconninfoOption* options = PQconninfoParse(conninfo.c_str(), &error);
     if (error != nullptr) {
         PQfreemem(error);
     }
-    std::string name;
+    std::string value;
     for (auto* o = options; o != nullptr && o->keyword != nullptr; ++o) {
-        if (std::string_view(o->keyword) == "dbname" && o->val != nullptr) {
-            name = o->val;
+        if (std::string_view(o->keyword) == keyword && o->val != nullptr) {
+            value = o->val;
         }
     }
     PQconninfoFree(options);
-    return name;
+    return value;
 }
+
+std::string database_of(const std::string& conninfo) { return conninfo_value(conninfo, "dbname"); }
 
 asio::awaitable<outcome<diagnosis::bouncer_reading>> read_bouncer_pools(
     connection& conn, const std::string& database) {

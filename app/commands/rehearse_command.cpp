@@ -7,6 +7,7 @@
 // every criterion met; 1: one was not; 2: the rehearsal could not run as written.
 
 #include "app/commands/commands.hpp"
+#include "app/commands/secret.hpp"
 #include "app/rehearsal/driver.hpp"
 #include "app/rehearsal/scenario.hpp"
 #include "app/rehearsal/stack.hpp"
@@ -17,7 +18,6 @@
 #include "fulltime/db/error.hpp"
 #include "fulltime/db/rehearsal_statements.hpp"
 
-#include <openssl/rand.h>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/use_future.hpp>
@@ -85,26 +85,6 @@ options parse(const std::vector<std::string>& args) {
 void progress(const std::string& line) {
     std::fprintf(stderr, "rehearse: %s\n", line.c_str());
     std::fflush(stderr);
-}
-
-std::string random_hex(std::size_t bytes) {
-    std::vector<unsigned char> raw(bytes);
-    if (RAND_bytes(raw.data(), static_cast<int>(raw.size())) != 1) {
-        throw std::runtime_error("no randomness for the token secret");
-    }
-    static constexpr char hex[] = "0123456789abcdef";
-    std::string out;
-    for (auto c : raw) {
-        out += hex[c >> 4];
-        out += hex[c & 0xf];
-    }
-    return out;
-}
-
-std::string fixed(double v, int decimals) {
-    char buf[48];
-    std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
-    return buf;
 }
 
 // One connection of the rehearsal's own to the database, for its faults and its checks. Each

@@ -7,11 +7,26 @@
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
+#include <vector>
 
 namespace fulltime::app {
 
 namespace {
 constexpr std::size_t secret_bytes = 32;
+}
+
+std::string random_hex(std::size_t bytes) {
+    std::vector<unsigned char> raw(bytes);
+    if (RAND_bytes(raw.data(), static_cast<int>(raw.size())) != 1) {
+        throw std::runtime_error("cannot generate a secret: no randomness");
+    }
+    static constexpr char hex[] = "0123456789abcdef";
+    std::string out;
+    for (unsigned char b : raw) {
+        out += hex[b >> 4];
+        out += hex[b & 0xf];
+    }
+    return out;
 }
 
 std::string load_or_create_token_secret(const config& cfg) {
@@ -32,16 +47,7 @@ std::string load_or_create_token_secret(const config& cfg) {
             return secret;
         }
     }
-    unsigned char raw[secret_bytes];
-    if (RAND_bytes(raw, sizeof raw) != 1) {
-        throw std::runtime_error("cannot generate a token secret: no randomness");
-    }
-    static constexpr char hex[] = "0123456789abcdef";
-    std::string secret;
-    for (unsigned char b : raw) {
-        secret += hex[b >> 4];
-        secret += hex[b & 0xf];
-    }
+    const std::string secret = random_hex(secret_bytes);
     // Written to a private temporary file, then linked into place: link(2) fails if the name
     // exists, so when two processes start at once exactly one secret wins and nobody ever
     // reads a half-written file.

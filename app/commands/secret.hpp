@@ -5,9 +5,14 @@
 
 #include "fulltime/config/config.hpp"
 
+#include <cstddef>
 #include <string>
 
 namespace fulltime::app {
+
+/// Returns `bytes` random bytes (OpenSSL's generator) as lower-case hex. Throws
+/// std::runtime_error when no randomness is available.
+std::string random_hex(std::size_t bytes);
 
 /// Returns the secret, creating the state file (mode 0600) on first use. Throws
 /// std::runtime_error with a one-line message when it cannot be read or created.

@@ -3,6 +3,8 @@
 #include "app/commands/embedded_cluster.hpp"
 #include "app/commands/process.hpp"
 
+#include "fulltime/db/peak_statements.hpp"
+
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -14,7 +16,6 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
-#include <sstream>
 #include <stdexcept>
 #include <thread>
 
@@ -83,18 +84,6 @@ bool says_listening(const std::string& path, std::uintmax_t from) {
         }
     }
     return false;
-}
-
-// A conninfo keyword's value ("host=/x port=5432 ..."), or "".
-std::string conninfo_value(const std::string& conninfo, const std::string& key) {
-    std::istringstream in(conninfo);
-    std::string word;
-    while (in >> word) {
-        if (word.rfind(key + "=", 0) == 0) {
-            return word.substr(key.size() + 1);
-        }
-    }
-    return "";
 }
 
 }  // namespace
@@ -171,10 +160,10 @@ struct stack::impl {
     void start_pgbouncer() {
         const std::string dir = settings.work_dir + "/pgbouncer";
         fs::create_directories(dir);
-        const std::string host = conninfo_value(direct_url, "host");
-        const std::string server_port = conninfo_value(direct_url, "port");
-        const std::string dbname = conninfo_value(direct_url, "dbname");
-        const std::string user = conninfo_value(direct_url, "user");
+        const std::string host = db::conninfo_value(direct_url, "host");
+        const std::string server_port = db::conninfo_value(direct_url, "port");
+        const std::string dbname = db::conninfo_value(direct_url, "dbname");
+        const std::string user = db::conninfo_value(direct_url, "user");
         if (host.empty() || dbname.empty() || user.empty()) {
             fail("PgBouncer needs the database as host=... dbname=... user=... (got '" +
                  direct_url + "')");

@@ -12,12 +12,6 @@ namespace fulltime::app::rehearsal {
 
 namespace {
 
-std::string fixed(double v, int decimals) {
-    char buf[48];
-    std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
-    return buf;
-}
-
 std::string escape(const std::string& text) {
     std::string out;
     for (char c : text) {
@@ -42,6 +36,12 @@ std::string escape(const std::string& text) {
 }
 
 }  // namespace
+
+std::string fixed(double v, int decimals) {
+    char buf[48];
+    std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+    return buf;
+}
 
 double quantile(std::vector<double>& values, double p) {
     if (values.empty()) {

@@ -43,6 +43,9 @@ struct second {
     double max_ms = 0;
 };
 
+/// Returns `v` with `decimals` decimals ("12.35"), for the report's sentences and the plot.
+std::string fixed(double v, int decimals);
+
 /// Returns the p-quantile (0..1) of `values` by nearest rank; 0 when empty. Sorts `values`.
 double quantile(std::vector<double>& values, double p);
 

@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <string>
+#include <string_view>
 
 namespace fulltime::db {
 
@@ -28,8 +29,12 @@ boost::asio::awaitable<outcome<void>> read_peak_database(connection& conn, diagn
 /// wait for (pg_blocking_pids, one call per waiter).
 boost::asio::awaitable<outcome<void>> read_blockers(connection& conn, diagnosis::sample& out);
 
-/// Returns the database a connection string names (`dbname`, keyword/value or URI), or an
-/// empty string when it names none or does not parse.
+/// Returns the value a connection string (keyword/value or URI, parsed by libpq, quoting
+/// included) gives `keyword` ("host", "dbname", ...), or an empty string when it gives none or
+/// does not parse.
+std::string conninfo_value(const std::string& conninfo, std::string_view keyword);
+
+/// Returns the database a connection string names (`dbname`), or an empty string.
 std::string database_of(const std::string& conninfo);
 
 /// Returns PgBouncer's SHOW POOLS summed over every pool of `database` (all when empty): the
