@@ -33,6 +33,9 @@ commands:
                              currency_mismatch or currency_imbalance incident is open
   audit [--json]             check every money invariant on the database, one PASS/FAIL
                              line each; exit 0 all pass, 1 one fails, 2 usage/connection
+  partitions [--keep]        list the time partitions, a line per period: its state and
+        [--json]             what holds it; --keep first makes the periods ahead, closes
+                             the periods that are over and drops those past retention
   diagnose [--url URL]       ask a running engine what holds placement back now: the
         [--json] [--samples N]  verdict, its evidence and the newest samples; exit 0
                              quiet, 1 a mechanism named, 2 the engine did not answer
@@ -105,6 +108,9 @@ int main(int argc, char** argv) {
         }
         if (command == "audit") {
             return fulltime::app::audit_command(cfg, args);
+        }
+        if (command == "partitions") {
+            return fulltime::app::partitions_command(cfg, args);
         }
         if (command == "diagnose") {
             return fulltime::app::diagnose_command(cfg, args);

@@ -9,6 +9,7 @@
 #include <cctype>
 #include <charconv>
 #include <fstream>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -406,6 +407,30 @@ reconcile_settings read_reconcile(const reader& r) {
     return rc;
 }
 
+// One unit of PostgreSQL interval text: what fulltime_history_boundary aligns (whole months, or
+// a fixed length) and an operator reads at a glance.
+std::string read_interval(const reader& r, const std::string& path) {
+    static const std::regex one_unit{"[1-9][0-9]{0,5} (second|minute|hour|day|week|month|year)s?"};
+    std::string v = r.string(path, false);
+    if (!std::regex_match(v, one_unit)) {
+        fail("'" + path + "' must be '<n> <second|minute|hour|day|week|month|year>', got '" + v +
+             "'");
+    }
+    return v;
+}
+
+history_settings read_history(const reader& r) {
+    history_settings h;
+    h.period = read_interval(r, "history.period");
+    h.ahead_periods = r.integer("history.ahead_periods", 1, limits::history_ahead_periods_max);
+    h.retention = read_interval(r, "history.retention");
+    h.close_grace_s = r.integer("history.close_grace_s", 0, limits::history_close_grace_s_max);
+    h.keeper_interval_ms = r.integer("history.keeper_interval_ms", 0, limits::timeout_ms_max);
+    h.lock_timeout_ms = r.timeout_ms("history.lock_timeout_ms");
+    h.statement_timeout_ms = r.timeout_ms("history.statement_timeout_ms");
+    return h;
+}
+
 market_defaults read_markets(const reader& r) {
     market_defaults m;
     m.stake_min_minor = r.integer("markets.stake_min_minor", 1, limits::amount_minor_max);
@@ -439,6 +464,7 @@ config load_config(const std::optional<std::string>& path,
     c.reservations = read_reservations(r);
     c.diagnostics = read_diagnostics(r);
     c.reconcile = read_reconcile(r);
+    c.history = read_history(r);
     c.markets = read_markets(r);
     return c;
 }

@@ -287,6 +287,9 @@ asio::awaitable<outcome<migration_report>> migrate(
     if (functions.empty()) {
         co_return report;
     }
+    const bool partitioned = std::any_of(functions.begin(), functions.end(), [](const auto& f) {
+        return f.name == "fulltime_history_ensure.sql";
+    });
     auto applied = co_await in_transaction(conn, transaction_options{},
                                            std::bind_front(&apply_functions, std::move(functions)));
     if (!applied) {
@@ -294,7 +297,26 @@ asio::awaitable<outcome<migration_report>> migrate(
     }
     report.functions_applied = std::move(applied->applied);
     report.functions_unchanged = applied->unchanged;
+    if (partitioned) {
+        // The periods ahead of now and their partitions (docs/schema.md, "Time partitions"): a
+        // migrated database takes bets at once, before any partition keeper has run.
+        auto added = co_await conn.query("SELECT fulltime_history_ensure()");
+        if (!added) {
+            co_return added.error();
+        }
+        auto count = added->get<std::int64_t>(0, 0);
+        report.periods_added = count ? *count : 0;
+    }
     co_return report;
+}
+
+asio::awaitable<outcome<void>> set_history_period(connection& conn, std::string period) {
+    auto set = co_await conn.query("SELECT set_config('fulltime.history_period', $1, false)",
+                                   params{std::move(period)});
+    if (!set) {
+        co_return set.error();
+    }
+    co_return outcome<void>{};
 }
 
 asio::awaitable<outcome<bool>> is_migrated(connection& conn,

@@ -26,7 +26,8 @@ constexpr const char* keyed_bets_sql =
 
 constexpr const char* unsettled_sql =
     "SELECT count(*) FROM bets b WHERE b.market_id = ANY($1::bigint[]) "
-    "  AND NOT EXISTS (SELECT 1 FROM bet_settlements s WHERE s.bet_id = b.bet_id)";
+    "  AND NOT EXISTS (SELECT 1 FROM bet_settlements s WHERE s.bet_id = b.bet_id "
+    "    AND s.placed_at = b.placed_at)";
 
 asio::awaitable<outcome<std::int64_t>> one_count(connection& conn, const char* sql, params args) {
     auto rows = co_await conn.query(sql, std::move(args));

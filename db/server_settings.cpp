@@ -12,6 +12,8 @@ namespace {
 
 // The tables the placement and settlement paths update or churn; each gets autovacuum
 // thresholds of its own in 0001_baseline.sql, which a later ALTER TABLE ... RESET may have lost.
+// A partitioned table's are on each partition (fulltime_history_add_period): every leaf must
+// have them.
 constexpr const char* hot_tables =
     "{accounts,market_exposure,idempotency_keys,outbox,settlement_progress}";
 
@@ -25,8 +27,11 @@ constexpr const char* read_sql =
     "       (SELECT setting::bigint FROM pg_settings "
     "        WHERE name = 'superuser_reserved_connections'), "
     "       (SELECT coalesce(string_agg(t, ',' ORDER BY t), '') FROM unnest($1::text[]) t "
-    "        WHERE NOT EXISTS (SELECT FROM pg_class c, unnest(c.reloptions) o "
-    "                          WHERE c.oid = to_regclass(t) AND o LIKE 'autovacuum\\_%'))";
+    "        WHERE EXISTS (SELECT FROM pg_partition_tree(to_regclass(t)) p "
+    "                      JOIN pg_class c ON c.oid = p.relid "
+    "                      WHERE p.isleaf AND NOT EXISTS ("
+    "                          SELECT FROM unnest(c.reloptions) o "
+    "                          WHERE o LIKE 'autovacuum\\_%')))";
 
 std::string seconds(std::int64_t ms) {
     return ms % 1000 == 0 ? std::to_string(ms / 1000) + " s" : std::to_string(ms) + " ms";

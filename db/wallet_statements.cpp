@@ -20,27 +20,35 @@ constexpr const char* insert_account_sql =
 constexpr const char* select_account_sql =
     "SELECT account_id, currency, available, reserved, owed FROM accounts WHERE account_id = $1";
 
-// Claims the key and reads the account's currency in one statement. Zero rows: the key was
+// Claims the key (wallet_keys: ledger_transfers is partitioned by time and its entry_key is
+// unique per partition only) and writes the transfer in one statement. Zero rows: the key was
 // taken (a concurrent claim waits here until its transaction ends) or the account is unknown.
+#define FT_WALLET_TRANSFER(debit_side, debit_account, credit_side, credit_account)      \
+    "WITH k AS (INSERT INTO wallet_keys (entry_key, account_id) "                       \
+    "           SELECT $1, a.account_id FROM accounts a WHERE a.account_id = $2 "       \
+    "           ON CONFLICT (entry_key) DO NOTHING RETURNING entry_key, account_id) "   \
+    "INSERT INTO ledger_transfers (entry_key, currency, debit_side, debit_account_id, " \
+    "                              credit_side, credit_account_id, amount) "            \
+    "SELECT k.entry_key, a.currency, " debit_side ", " debit_account ", " credit_side   \
+    ", " credit_account                                                                 \
+    ", $3 FROM k JOIN accounts a ON a.account_id = k.account_id "                       \
+    "RETURNING transfer_id, currency, " FT_WALLET_CREATED_AT
+
 constexpr const char* insert_deposit_sql =
-    "INSERT INTO ledger_transfers (entry_key, currency, debit_side, credit_side, "
-    "                              credit_account_id, amount) "
-    "SELECT $1, a.currency, 'cash', 'available', a.account_id, $3 "
-    "FROM accounts a WHERE a.account_id = $2 "
-    "ON CONFLICT (entry_key) DO NOTHING "
-    "RETURNING transfer_id, currency, " FT_WALLET_CREATED_AT;
+    FT_WALLET_TRANSFER("'cash'", "NULL::bigint", "'available'", "a.account_id");
 
 constexpr const char* insert_withdrawal_sql =
-    "INSERT INTO ledger_transfers (entry_key, currency, debit_side, debit_account_id, "
-    "                              credit_side, amount) "
-    "SELECT $1, a.currency, 'available', a.account_id, 'cash', $3 "
-    "FROM accounts a WHERE a.account_id = $2 "
-    "ON CONFLICT (entry_key) DO NOTHING "
-    "RETURNING transfer_id, currency, " FT_WALLET_CREATED_AT;
+    FT_WALLET_TRANSFER("'available'", "a.account_id", "'cash'", "NULL::bigint");
 
+#undef FT_WALLET_TRANSFER
+
+// A claimed key's transfer, in the partition of the key's time.
 constexpr const char* select_transfer_sql =
-    "SELECT transfer_id, currency, amount, " FT_WALLET_CREATED_AT
-    " FROM ledger_transfers WHERE entry_key = $1";
+    "SELECT t.transfer_id, t.currency, t.amount, "
+    "to_char(t.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"') "
+    "FROM wallet_keys k JOIN ledger_transfers t "
+    "  ON t.entry_key = k.entry_key AND t.created_at = k.created_at "
+    "WHERE k.entry_key = $1";
 
 // The balance row last: its lock is held only for this statement and the commit.
 constexpr const char* credit_available_sql =

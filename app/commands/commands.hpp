@@ -32,6 +32,11 @@ int reconcile_command(const config& cfg, const std::vector<std::string>& args);
 /// error, or the database could not be reached or did not answer.
 int audit_command(const config& cfg, const std::vector<std::string>& args);
 
+/// Lists the time partitions, one line per period with its state and what holds it; --keep runs
+/// one partition keeper round first (`fulltime partitions [--keep] [--json]`). Exit status 0; 1:
+/// the --keep round failed; 2: usage error, or the database could not be reached.
+int partitions_command(const config& cfg, const std::vector<std::string>& args);
+
 /// Asks a running engine (the configured listen address, or --url) for GET /v1/diagnostics and
 /// prints the verdict, its evidence and the newest samples (`fulltime diagnose [--url URL]
 /// [--json] [--samples N]`). Exit status 0: quiet (or too few samples yet); 1: a mechanism is

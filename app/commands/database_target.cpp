@@ -4,6 +4,8 @@
 
 #include <libpq-fe.h>
 
+#include <cstdio>
+#include <exception>
 #include <memory>
 #include <regex>
 #include <stdexcept>
@@ -63,6 +65,20 @@ database_target open_database_target(const config& cfg) {
         check_reachable(t.read_conninfo, cfg.database.connect_timeout_ms);
     }
     return t;
+}
+
+std::optional<database_target> open_command_target(const config& cfg) {
+    std::optional<database_target> target;
+    try {
+        target.emplace(open_database_target(cfg));
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "fulltime: %s\n", e.what());
+        return std::nullopt;
+    }
+    if (target->cluster && target->cluster->adopted()) {
+        target->cluster->leave_running();
+    }
+    return target;
 }
 
 }  // namespace fulltime::app

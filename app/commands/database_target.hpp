@@ -21,6 +21,12 @@ struct database_target {
 /// ("cannot reach the database at host=...: connection refused") otherwise.
 database_target open_database_target(const config& cfg);
 
+/// Resolves the database for a command that runs beside the engine (audit, reconcile,
+/// partitions, void-overdue): as open_database_target, and a private cluster that a running
+/// `fulltime serve` started is left running on exit (stopping it would take the engine's
+/// database away). Prints "fulltime: <why>" on stderr and returns nullopt when it cannot.
+std::optional<database_target> open_command_target(const config& cfg);
+
 /// Returns a conninfo or URI with any password replaced by "***", for logs and errors.
 std::string redact_conninfo(const std::string& conninfo);
 

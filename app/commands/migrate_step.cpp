@@ -19,8 +19,19 @@ boost::asio::awaitable<db::outcome<db::migration_report>> apply_migrations(
     if (!conn) {
         co_return conn.error();
     }
+    // The first migrate of a database stores history.period as the length of its time partitions
+    // (db/migrations/0005_time_partitions.sql reads the setting); later, the partition keeper
+    // stores a changed one.
+    auto period = co_await db::set_history_period(**conn, cfg.history.period);
+    if (!period) {
+        co_return period.error();
+    }
     auto report = co_await db::migrate(**conn, resources::migrations());
     if (report) {
+        if (report->periods_added > 0) {
+            log::info("made " + std::to_string(report->periods_added) +
+                      " time partition period(s) ahead");
+        }
         for (const auto& name : report->applied) {
             log::info("applied migration " + name);
         }

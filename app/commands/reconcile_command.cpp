@@ -60,16 +60,9 @@ int reconcile_command(const config& cfg, const std::vector<std::string>& args) {
             return 2;
         }
     }
-    std::optional<database_target> target;
-    try {
-        target.emplace(open_database_target(cfg));
-    } catch (const std::exception& e) {
-        std::fprintf(stderr, "fulltime: %s\n", e.what());
+    const auto target = open_command_target(cfg);
+    if (!target) {
         return 2;
-    }
-    // A private cluster that a running `fulltime serve` owns stays up after this command.
-    if (target->cluster && target->cluster->adopted()) {
-        target->cluster->leave_running();
     }
 
     const auto settings = actors::reconcile_run_settings::from(cfg);

@@ -4,6 +4,7 @@
 #include "app/commands/migrate_step.hpp"
 #include "app/commands/secret.hpp"
 
+#include "fulltime/actors/partition_keeper.hpp"
 #include "fulltime/actors/peak_sampler.hpp"
 #include "fulltime/actors/placement.hpp"
 #include "fulltime/actors/reconciliation.hpp"
@@ -35,6 +36,7 @@
 #include <chrono>
 #include <csignal>
 #include <iterator>
+#include <optional>
 #include <stdexcept>
 
 namespace fulltime::app {
@@ -47,9 +49,9 @@ namespace {
 boost::asio::awaitable<void> watch_signals(
     boost::asio::io_context& ioc, boost::asio::signal_set& signals, net::server& gateway,
     actors::placement_service& placement, actors::settlement_service& settlement,
-    actors::reservation_sweeper& sweeper, actors::reconciliation_service& reconciliation,
-    actors::peak_sampler& sampler, std::shared_ptr<bool> pushes_stop, db::pools& pools,
-    std::int64_t deadline_ms) {
+    actors::reservation_sweeper& sweeper, actors::partition_keeper* keeper,
+    actors::reconciliation_service& reconciliation, actors::peak_sampler& sampler,
+    std::shared_ptr<bool> pushes_stop, db::pools& pools, std::int64_t deadline_ms) {
     auto [ec, signal_number] =
         co_await signals.async_wait(boost::asio::as_tuple(boost::asio::use_awaitable));
     if (ec) {
@@ -70,6 +72,9 @@ boost::asio::awaitable<void> watch_signals(
     placement.stop();
     settlement.stop();
     sweeper.stop();
+    if (keeper != nullptr) {
+        keeper->stop();
+    }
     sampler.stop();
     *pushes_stop = true;
     pools.close();
@@ -130,6 +135,12 @@ int serve_command(const config& cfg) {
     actors::reservation_metrics reservation_metrics(registry);
     actors::reservation_sweeper sweeper(actor_runtime.system(), ioc.get_executor(),
                                         *pools.background, cfg, reservation_metrics);
+    actors::history_metrics history_metrics(registry);
+    std::optional<actors::partition_keeper> keeper;
+    if (cfg.history.keeper_interval_ms > 0) {
+        keeper.emplace(actor_runtime.system(), ioc.get_executor(), *pools.background, cfg,
+                       history_metrics);
+    }
     actors::reconciliation_metrics reconciliation_metrics(registry);
     actors::reconciliation_service reconciliation(actor_runtime.system(), ioc.get_executor(),
                                                   *pools.background, cfg, reconciliation_metrics);
@@ -177,11 +188,11 @@ int serve_command(const config& cfg) {
         boost::asio::detached);
 
     boost::asio::signal_set signals(ioc, SIGINT, SIGTERM);
-    boost::asio::co_spawn(
-        ioc,
-        watch_signals(ioc, signals, gateway, placement, settlement, sweeper, reconciliation,
-                      sampler, pushes_stop, pools, cfg.gateway.shutdown_deadline_ms),
-        boost::asio::detached);
+    boost::asio::co_spawn(ioc,
+                          watch_signals(ioc, signals, gateway, placement, settlement, sweeper,
+                                        keeper ? &*keeper : nullptr, reconciliation, sampler,
+                                        pushes_stop, pools, cfg.gateway.shutdown_deadline_ms),
+                          boost::asio::detached);
     ioc.run();
 
     // After a second signal the main loop stopped mid-drain: nothing runs on it any more, so
@@ -189,6 +200,9 @@ int serve_command(const config& cfg) {
     placement.stop();
     settlement.stop();
     sweeper.stop();
+    if (keeper) {
+        keeper->stop();
+    }
     reconciliation.stop();
     sampler.stop();
 

@@ -28,10 +28,10 @@ AS $$
         SELECT c.* FROM c
         WHERE NOT EXISTS (
             SELECT 1 FROM bet_settlements e
-            WHERE e.bet_id = c.bet_id AND NOT e.reversal
+            WHERE e.bet_id = c.bet_id AND e.placed_at = c.placed_at AND NOT e.reversal
               AND NOT EXISTS (SELECT 1 FROM bet_settlements r
-                              WHERE r.bet_id = e.bet_id AND r.version = e.version
-                                AND r.reversal))
+                              WHERE r.bet_id = e.bet_id AND r.placed_at = e.placed_at
+                                AND r.version = e.version AND r.reversal))
     )
     SELECT (SELECT max(bet_id) FROM c), (SELECT count(*)::integer FROM c),
            (SELECT count(*)::integer FROM o),

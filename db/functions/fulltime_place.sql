@@ -163,10 +163,12 @@ BEGIN
             END IF;
 
             -- 5. The reservation in the ledger and the outbox row.
+            -- A reservation carries its bet's placed_at (same period; migration 0005).
             INSERT INTO ledger_transfers (entry_key, currency, debit_side, debit_account_id,
-                                          credit_side, credit_account_id, amount, bet_id)
+                                          credit_side, credit_account_id, amount, bet_id,
+                                          created_at)
             VALUES ('bet:' || v_bet_id || ':reserve', v_currency, 'available', p_account_id,
-                    'reserved', p_account_id, p_stake, v_bet_id);
+                    'reserved', p_account_id, p_stake, v_bet_id, v_placed_at);
             INSERT INTO outbox (topic, account_id, payload)
             VALUES ('bet_placed', p_account_id,
                     jsonb_build_object('bet_id', v_bet_id, 'market_id', v_market_id,

@@ -441,12 +441,14 @@ BEGIN
 
     IF v_any_placed THEN
         -- The reservations in the ledger and the outbox rows, in arrival order.
+        -- A reservation carries its bet's placed_at: the two are in the same period (migration
+        -- 0005).
         INSERT INTO ledger_transfers (entry_key, currency, debit_side, debit_account_id,
-                                      credit_side, credit_account_id, amount, bet_id)
+                                      credit_side, credit_account_id, amount, bet_id, created_at)
         SELECT 'bet:' || g.bet_id || ':reserve', g.currency, 'available', g.account_id,
-               'reserved', g.account_id, g.stake, g.bet_id
-        FROM unnest(v_bet_id, v_currency, p_accounts, p_stakes) WITH ORDINALITY
-             AS g(bet_id, currency, account_id, stake, ord)
+               'reserved', g.account_id, g.stake, g.bet_id, g.placed_at
+        FROM unnest(v_bet_id, v_currency, p_accounts, p_stakes, v_placed_at) WITH ORDINALITY
+             AS g(bet_id, currency, account_id, stake, placed_at, ord)
         WHERE g.bet_id IS NOT NULL
         ORDER BY g.ord;
 

@@ -24,7 +24,11 @@ DECLARE
     v_owner    text[];
     v_amounts  bigint[];
     v_subjects text[];
+    v_since    timestamptz;
 BEGIN
+    -- Only the transfers after the latest period closed when the run started: the closed
+    -- periods' currency sums are stored (fulltime_reconcile_currencies adds them).
+    SELECT h.period_end INTO v_since FROM fulltime_history_closed(p_run_started) h;
     -- One statement: the chunk's transfers by primary key, in heap order (identity order is
     -- insertion order), each account leg's currency compared with its account's (a primary key
     -- probe per leg). A leg naming an account that does not exist is the accounts pass's
@@ -33,7 +37,7 @@ BEGIN
         SELECT lt.transfer_id, lt.currency, lt.debit_side, lt.debit_account_id, lt.credit_side,
                lt.credit_account_id, lt.amount
         FROM ledger_transfers lt
-        WHERE lt.transfer_id > p_after_transfer
+        WHERE lt.transfer_id > p_after_transfer AND lt.created_at >= v_since
         ORDER BY lt.transfer_id
         LIMIT p_limit
     ),

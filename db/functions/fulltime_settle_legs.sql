@@ -34,15 +34,16 @@ BEGIN
     planned AS (
         SELECT p.bet_id, p.cur_version AS version,
                CASE p.cur_kind WHEN 'settle' THEN 'reverse' ELSE 'uncancel' END AS kind,
-               NULL::text AS outcome, NULL::bigint AS payout, 1 AS step
+               NULL::text AS outcome, NULL::bigint AS payout, 1 AS step, p.placed_at
         FROM plan p WHERE p.rev
         UNION ALL
-        SELECT p.bet_id, p.new_version, p.new_kind, p.new_outcome, p.new_payout, 2
+        SELECT p.bet_id, p.new_version, p.new_kind, p.new_outcome, p.new_payout, 2, p.placed_at
         FROM plan p WHERE p.new_kind IS NOT NULL
     ),
     ins_settlements AS (
-        INSERT INTO bet_settlements (bet_id, version, kind, outcome, payout, result_event_id)
-        SELECT r.bet_id, r.version, r.kind, r.outcome, r.payout, p_event_id
+        INSERT INTO bet_settlements (bet_id, version, kind, outcome, payout, result_event_id,
+                                     placed_at)
+        SELECT r.bet_id, r.version, r.kind, r.outcome, r.payout, p_event_id, r.placed_at
         FROM planned r
         ORDER BY r.bet_id, r.step
         RETURNING bet_id, version, kind, outcome, payout

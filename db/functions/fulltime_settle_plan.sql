@@ -61,10 +61,10 @@ BEGIN
         LEFT JOIN LATERAL (
             SELECT e.version, e.kind, e.payout,
                    NOT EXISTS (SELECT 1 FROM bet_settlements r
-                               WHERE r.bet_id = e.bet_id AND r.version = e.version
-                                 AND r.reversal) AS in_force
+                               WHERE r.bet_id = e.bet_id AND r.placed_at = e.placed_at
+                                 AND r.version = e.version AND r.reversal) AS in_force
             FROM bet_settlements e
-            WHERE e.bet_id = b.bet_id AND NOT e.reversal
+            WHERE e.bet_id = b.bet_id AND e.placed_at = b.placed_at AND NOT e.reversal
             ORDER BY e.version DESC
             LIMIT 1) cur ON true
         -- A LATERAL probe with LIMIT, not EXISTS: EXISTS was planned as a hashed subplan over
@@ -75,9 +75,11 @@ BEGIN
         -- of version v, an effect v + 1) is above every older row of the bet, and the bet has
         -- a row of this event exactly when its newest row is one. No index on the event is
         -- kept for the probe: every settled bet would pay its insert in the WAL (issue 11).
+        -- Every probe names the bet's placed_at, the partition key of bet_settlements
+        -- (migration 0005): it reads the one partition of the bet's period, not all of them.
         LEFT JOIN LATERAL (
             SELECT x.result_event_id = p_event_id AS handled FROM bet_settlements x
-            WHERE x.bet_id = b.bet_id
+            WHERE x.bet_id = b.bet_id AND x.placed_at = b.placed_at
             ORDER BY x.version DESC, x.reversal DESC
             LIMIT 1) done ON true
     ),
@@ -155,7 +157,8 @@ BEGIN
     )
     SELECT (SELECT array_agg(ROW(p.bet_id, p.account_id, p.currency, p.stake, p.cur_version,
                                  p.cur_kind, p.cur_payout, p.rev, p.new_kind, p.new_version,
-                                 p.new_outcome, p.new_payout, p.skip_code)::fulltime_settle_bet
+                                 p.new_outcome, p.new_payout, p.skip_code,
+                                 p.placed_at)::fulltime_settle_bet
                              ORDER BY p.bet_id)
             FROM plan p),
            (SELECT jsonb_object_agg(k.skip_code, k.n)

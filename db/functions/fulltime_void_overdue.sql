@@ -63,9 +63,10 @@ BEGIN
     WHERE b.market_id = p_market_id
       AND NOT EXISTS (
           SELECT 1 FROM bet_settlements e
-          WHERE e.bet_id = b.bet_id AND NOT e.reversal
+          WHERE e.bet_id = b.bet_id AND e.placed_at = b.placed_at AND NOT e.reversal
             AND NOT EXISTS (SELECT 1 FROM bet_settlements r
-                            WHERE r.bet_id = e.bet_id AND r.version = e.version AND r.reversal))
+                            WHERE r.bet_id = e.bet_id AND r.placed_at = e.placed_at
+                              AND r.version = e.version AND r.reversal))
     LIMIT 1;
     IF NOT FOUND THEN
         outcome := 'nothing_to_void';

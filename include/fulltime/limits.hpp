@@ -220,6 +220,16 @@ inline constexpr std::size_t sweep_batch_bets_max = 100'000;
 /// days).
 inline constexpr std::int64_t reservation_deadline_s_max = 366LL * 24 * 3600;
 
+// --- Time partitions (docs/schema.md, "Time partitions") ---------------------------------------
+
+/// Upper bound on `history.ahead_periods`: partitions made ahead of now.
+inline constexpr std::int64_t history_ahead_periods_max = 1000;
+/// Upper bound on `history.close_grace_s` (7 days).
+inline constexpr std::int64_t history_close_grace_s_max = 7LL * 24 * 3600;
+/// Periods one keeper round closes, and periods it drops, at most: a round after a long outage
+/// catches up over several rounds instead of holding its connection for all of them.
+inline constexpr int history_steps_per_round_max = 12;
+
 // --- Reconciliation ----------------------------------------------------------------------------
 
 /// Longest configurable pause between scheduled reconciliation runs (7 days).

@@ -516,10 +516,11 @@ TEST_CASE("each audit statement passes on good books and fails on its own corrup
     e.exec("DELETE FROM bets WHERE bet_id = (SELECT max(bet_id) FROM bets)");
     e.exec(
         "INSERT INTO bet_settlements (bet_id, version, kind, outcome, payout, "
-        "result_event_id) SELECT bet_id, 1, 'cancel', 'void', stake, 0 FROM bets");
+        "result_event_id, placed_at) SELECT bet_id, 1, 'cancel', 'void', stake, 0, placed_at "
+        "FROM bets");
     e.exec(
-        "INSERT INTO bet_settlements (bet_id, version, kind, result_event_id) SELECT "
-        "bet_id, 1, 'reverse', 0 FROM bets");
+        "INSERT INTO bet_settlements (bet_id, version, kind, result_event_id, placed_at) SELECT "
+        "bet_id, 1, 'reverse', 0, placed_at FROM bets");
     CHECK(findings().at("bet_settlements_consistent") == 1);
     // Read-only, even in the server: nothing an audit statement runs can write.
     CHECK(e.text("SELECT count(*) FROM incidents") == "0");

@@ -471,7 +471,7 @@ TEST_CASE("the money invariant checker finds broken books") {
     CHECK(found("ledger_accounts_exist"));
     e.exec("DELETE FROM ledger_transfers WHERE entry_key = 'x'");
     e.exec(
-        "INSERT INTO bet_settlements (bet_id, version, kind, outcome, payout, result_event_id) "
-        "SELECT bet_id, 1, 'settle', 'won', 2000, 0 FROM bets");
+        "INSERT INTO bet_settlements (bet_id, version, kind, outcome, payout, result_event_id, "
+        "placed_at) SELECT bet_id, 1, 'settle', 'won', 2000, 0, placed_at FROM bets");
     CHECK(found("bet_ledger_matches_state"));
 }

@@ -93,14 +93,16 @@ awaitable<void> check_reads_and_warns(std::string url, std::string dbname) {
         CHECK(s->hot_tables_on_defaults.empty());
         CHECK(db::judge_server_settings(*s, engine).empty());
     }
-    // A database whose sessions get neither, and a hot table that lost its thresholds.
+    // A database whose sessions get neither, and a hot table that lost its thresholds (the
+    // outbox is partitioned: its thresholds are its partitions', and one partition lost them).
     FT_AWAIT_OK(co_await admin->execute_script(
         "ALTER DATABASE " + dbname +
         " SET idle_in_transaction_session_timeout = 0; "
         "ALTER DATABASE " +
         dbname +
         " SET log_lock_waits = off; "
-        "ALTER TABLE outbox RESET (autovacuum_vacuum_threshold, autovacuum_vacuum_scale_factor, "
+        "ALTER TABLE outbox_history RESET (autovacuum_vacuum_threshold, "
+        "autovacuum_vacuum_scale_factor, "
         "autovacuum_vacuum_insert_scale_factor, autovacuum_analyze_scale_factor, "
         "autovacuum_vacuum_cost_limit)"));
     auto conn = co_await open_connection(url);

@@ -186,6 +186,17 @@ class EngineTestCase(unittest.TestCase):
             cur = conn.execute(query, args)
             return cur.fetchall() if cur.description else []
 
+    def wait_for(self, query, *args, timeout_s=30):
+        """Returns the first row of `query` (with `args`) once there is one; fails the test
+        after `timeout_s`."""
+        until = time.monotonic() + timeout_s
+        while time.monotonic() < until:
+            rows = self.sql(query, *args)
+            if rows:
+                return rows[0]
+            time.sleep(0.1)
+        self.fail("no row for: " + query)
+
     def send_market(self, engine, market):
         """Sends `market` on POST /v1/feed as the producer and requires it stored."""
         status, body = engine.post_json("/v1/feed", market, self.producer)

@@ -30,16 +30,6 @@ class VoidOverdueTest(EngineTestCase):
         return self.sql("SELECT account_id, available, reserved, owed FROM accounts "
                         "ORDER BY account_id") + self.sql("SELECT count(*) FROM ledger_transfers")
 
-    def wait_for(self, query, timeout_s=20):
-        """Returns the first row of `query` once there is one."""
-        until = time.monotonic() + timeout_s
-        while time.monotonic() < until:
-            rows = self.sql(query)
-            if rows:
-                return rows[0]
-            time.sleep(0.1)
-        self.fail("no row for: " + query)
-
     def void_overdue(self, *args):
         code, out, err = run_cli(["void-overdue", "--market", *args], self.env)
         return code, json.loads(out) if out.strip() else None, err

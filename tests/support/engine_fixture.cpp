@@ -1,5 +1,6 @@
 #include "support/engine_fixture.hpp"
 
+#include "fulltime/actors/partition_keeper.hpp"
 #include "fulltime/actors/placement.hpp"
 #include "fulltime/actors/reconciliation.hpp"
 #include "fulltime/actors/reservation_sweeper.hpp"
@@ -55,6 +56,8 @@ struct engine::impl {
     std::unique_ptr<actors::reconciliation_service> reconciliation;
     std::unique_ptr<actors::reservation_metrics> reservation_metrics;
     std::unique_ptr<actors::reservation_sweeper> sweeper;
+    std::unique_ptr<actors::history_metrics> history_metrics;
+    std::unique_ptr<actors::partition_keeper> keeper;
     std::unique_ptr<net::server> server;
     std::thread thread;
     bool server_shut_down = false;
@@ -122,6 +125,9 @@ struct engine::impl {
         if (self->sweeper) {
             self->sweeper->stop();
         }
+        if (self->keeper) {
+            self->keeper->stop();
+        }
         self->pools.close();
         co_return true;
     }
@@ -151,7 +157,7 @@ engine::engine(const engine_parts& parts, const std::function<void(config&)>& co
     bool migrated = true;
     try {
         if (parts.migrate) {
-            migrated = on_loop(apply_migrations(m.pools.background.get()));
+            migrated = on_loop(apply_migrations(m.pools.background.get(), m.cfg.history.period));
         }
         if (migrated) {
             if (parts.placement || parts.settlement || parts.reconciliation) {
@@ -254,6 +260,14 @@ actors::reservation_metrics& engine::start_sweeper() {
         m.runtime->system(), m.ioc.get_executor(), *m.pools.background, m.cfg,
         *m.reservation_metrics);
     return *m.reservation_metrics;
+}
+
+actors::history_metrics& engine::start_keeper() {
+    auto& m = *impl_;
+    m.history_metrics = std::make_unique<actors::history_metrics>(m.registry);
+    m.keeper = std::make_unique<actors::partition_keeper>(
+        m.runtime->system(), m.ioc.get_executor(), *m.pools.background, m.cfg, *m.history_metrics);
+    return *m.history_metrics;
 }
 
 std::int64_t engine::scalar(const std::string& sql) const {

@@ -32,6 +32,7 @@ struct placement_metrics;
 struct settlement_metrics;
 struct reconciliation_metrics;
 struct reservation_metrics;
+struct history_metrics;
 }  // namespace fulltime::actors
 
 namespace fulltime::db {
@@ -153,6 +154,9 @@ public:
     actors::reconciliation_metrics& reconciliation_metrics();
     /// Starts the reservation sweeper actor (every cfg.reservations.sweep_interval_ms).
     actors::reservation_metrics& start_sweeper();
+    /// Starts the partition keeper actor (requires cfg.history.keeper_interval_ms > 0); its
+    /// first round runs at once.
+    actors::history_metrics& start_keeper();
 
     /// Returns the first column of the first row of `sql` as an integer (0 when none or NULL).
     std::int64_t scalar(const std::string& sql) const;

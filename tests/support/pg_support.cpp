@@ -95,9 +95,12 @@ scratch_database::~scratch_database() {
     }
 }
 
-boost::asio::awaitable<bool> apply_migrations(db::pool* pool) {
+boost::asio::awaitable<bool> apply_migrations(db::pool* pool, std::string history_period) {
     auto conn = co_await pool->acquire();
     if (!conn) {
+        co_return false;
+    }
+    if (!co_await db::set_history_period(**conn, std::move(history_period))) {
         co_return false;
     }
     auto report = co_await db::migrate(**conn, resources::migrations());

@@ -16,8 +16,10 @@ class pool;
 
 namespace fulltime::test {
 
-/// Applies the engine's migrations on a connection of `pool`; true when they all applied.
-boost::asio::awaitable<bool> apply_migrations(db::pool* pool);
+/// Applies the engine's migrations on a connection of `pool`, with time partitions of
+/// `history_period` (config history.period); true when they all applied.
+boost::asio::awaitable<bool> apply_migrations(db::pool* pool,
+                                              std::string history_period = "1 month");
 
 /// Returns the conninfo of the test server (FULLTIME_TEST_DATABASE_URL). Aborts the test run
 /// with a clear message when it is unset: a pg test must never pass by not running.

@@ -133,6 +133,19 @@ struct reconcile_settings {
     std::int64_t run_timeout_ms = 0;        ///< a run stops (failed) past it; POST waits as long
 };
 
+/// Holds settings of the time partitions and their keeper (docs/schema.md, "Time partitions").
+/// Intervals are PostgreSQL interval text of one unit: "<n> <second|minute|hour|day|week|month|
+/// year>[s]".
+struct history_settings {
+    std::string period;                     ///< one period: one partition of each table
+    std::int64_t ahead_periods = 0;         ///< partitions exist this many periods past now
+    std::string retention;                  ///< a closed period leaves this long after its end
+    std::int64_t close_grace_s = 0;         ///< a period is closed no sooner after its end
+    std::int64_t keeper_interval_ms = 0;    ///< pause between keeper rounds; 0: no keeper
+    std::int64_t lock_timeout_ms = 0;       ///< lock_timeout of attach, detach and drop
+    std::int64_t statement_timeout_ms = 0;  ///< statement_timeout of a keeper statement
+};
+
 /// Holds settings of the peak sampler (actors/peak_sampler.hpp): how often it reads the engine
 /// and the database, how long it keeps what it read, and PgBouncer's admin console, when the
 /// engine runs behind one.
@@ -166,6 +179,7 @@ struct config {
     admin_settings admin;
     reservation_settings reservations;
     reconcile_settings reconcile;
+    history_settings history;
     diagnostics_settings diagnostics;
     market_defaults markets;
 };

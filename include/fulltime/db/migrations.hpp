@@ -24,6 +24,7 @@ struct migration_report {
     std::size_t already_applied = 0;             ///< migrations found applied before this call
     std::vector<std::string> functions_applied;  ///< function files (re)applied, in name order
     std::size_t functions_unchanged = 0;         ///< function files skipped: recorded unchanged
+    std::int64_t periods_added = 0;  ///< history periods (time partitions) made ahead of now
 };
 
 /// Applies the numbered migrations not yet recorded, in name order, then every function file
@@ -32,6 +33,11 @@ struct migration_report {
 /// database migrated before the baseline (it records a migration the baseline replaced).
 boost::asio::awaitable<outcome<migration_report>> migrate(
     connection& conn, std::vector<resources::migration_source> migrations);
+
+/// Sets this session's fulltime.history_period, which the migration that creates the time
+/// partitions stores as their period (docs/schema.md, "Time partitions"). Call before migrate()
+/// on a database that may not have them yet; without it they are monthly.
+boost::asio::awaitable<outcome<void>> set_history_period(connection& conn, std::string period);
 
 /// Returns whether every given migration is recorded as applied and every given function file
 /// is recorded with its current checksum (for /readyz).
