@@ -365,6 +365,15 @@ settlement_settings read_settlement(const reader& r, const pool_settings& pool) 
     st.poll_interval_ms = r.timeout_ms("settlement.poll_interval_ms");
     st.duty_percent = r.integer("settlement.duty_percent", 1, 100);
     st.push_interval_ms = r.timeout_ms("settlement.push_interval_ms");
+    st.push_consumer = r.string("settlement.push_consumer", false);
+    if (st.push_consumer.size() > limits::outbox_consumer_bytes_max) {
+        fail("'settlement.push_consumer' must be at most " +
+             std::to_string(limits::outbox_consumer_bytes_max) + " bytes, got " +
+             std::to_string(st.push_consumer.size()));
+    }
+    st.outbox_purge_interval_ms = r.timeout_ms("settlement.outbox_purge_interval_ms");
+    st.outbox_purge_batch_max =
+        r.size("settlement.outbox_purge_batch_max", 1, limits::outbox_purge_batch_rows_max);
     st.placement_p99_budget_ms =
         r.integer("settlement.placement_p99_budget_ms", 0, limits::settlement_budget_ms_max);
     st.placement_window_ms = r.integer("settlement.placement_window_ms", 100, 60'000);

@@ -305,6 +305,9 @@ std::string startup_options(const session_options& s) {
     };
     add("statement_timeout", s.statement_timeout_ms);
     add("idle_in_transaction_session_timeout", s.idle_in_transaction_timeout_ms);
+    if (s.jit) {
+        out += std::string(out.empty() ? "" : " ") + "-c jit=" + (*s.jit ? "on" : "off");
+    }
     return out;
 }
 

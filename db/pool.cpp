@@ -412,6 +412,7 @@ pools pools::make(std::span<const asio::any_io_executor> threads, const database
         if (settings.session_timeouts) {
             s.statement_timeout_ms = settings.statement_timeout_ms;
             s.idle_in_transaction_timeout_ms = settings.idle_in_transaction_timeout_ms;
+            s.jit = false;  // session_options::jit says why
         }
         return s;
     };

@@ -8,9 +8,25 @@ namespace asio = boost::asio;
 
 namespace {
 
-// The first position not yet read: transactions that were still running when the loop
-// started (or later) are read; everything older is history.
-constexpr const char* start_sql = "SELECT pg_snapshot_xmin(pg_current_snapshot())::text";
+// A new consumer starts at the tail: after the last possible row (outbox_id's maximum) of the
+// transaction before the snapshot's xmin. Transactions that were still running then, or began
+// later, are read; everything older is history. ON CONFLICT DO NOTHING: of two processes
+// creating the row at once, the first insert wins and both read it back (read_cursor_sql, a
+// statement of its own, so its snapshot sees the winner's row).
+constexpr const char* create_cursor_sql =
+    "INSERT INTO outbox_cursors (consumer, last_xact_id, last_outbox_id) "
+    "VALUES ($1::text, (pg_snapshot_xmin(pg_current_snapshot())::text::numeric - 1)::text::xid8, "
+    "9223372036854775807) "
+    "ON CONFLICT (consumer) DO NOTHING";
+
+constexpr const char* read_cursor_sql =
+    "SELECT last_xact_id::text, last_outbox_id FROM outbox_cursors WHERE consumer = $1::text";
+
+constexpr const char* store_cursor_sql =
+    "UPDATE outbox_cursors SET last_xact_id = $2::xid8, last_outbox_id = $3::bigint, "
+    "updated_at = now() WHERE consumer = $1::text";
+
+constexpr const char* purge_sql = "SELECT fulltime_purge_outbox($1::integer)";
 
 // Rows after the cursor written by transactions that have all finished (xact_id below the
 // snapshot's xmin), so no row can later appear behind the cursor. Only settlement_batch rows
@@ -35,21 +51,55 @@ std::optional<T> value_or_none(outcome<T> value) {
 
 }  // namespace
 
-asio::awaitable<outcome<std::optional<std::string>>> read_outbox_start(connection& conn) {
-    auto start = co_await conn.query(start_sql);
-    if (!start) {
-        co_return start.error();
+asio::awaitable<outcome<outbox_cursor>> open_outbox_cursor(connection& conn, std::string consumer) {
+    auto created = co_await conn.query(create_cursor_sql, params(consumer));
+    if (!created) {
+        co_return created.error();
     }
-    if (start->rows() != 1) {
-        co_return std::optional<std::string>{};
+    auto stored = co_await conn.query(read_cursor_sql, params(consumer));
+    if (!stored) {
+        co_return stored.error();
     }
-    co_return value_or_none(start->get<std::string>(0, 0));
+    if (stored->rows() != 1) {
+        // Deleted between the two statements: the caller tries again on its next pass.
+        co_return failure{errc::bad_result, {}, "outbox cursor of " + consumer + " not found"};
+    }
+    auto xact = stored->get<std::string>(0, 0);
+    if (!xact) {
+        co_return xact.error();
+    }
+    auto id = stored->get<std::int64_t>(0, 1);
+    if (!id) {
+        co_return id.error();
+    }
+    outbox_cursor cursor{std::move(*xact), *id};
+    co_return cursor;
 }
 
-asio::awaitable<outcome<outbox_page>> read_outbox_page(connection& conn, std::string after_xact_id,
-                                                       std::int64_t after_outbox_id,
+asio::awaitable<outcome<bool>> store_outbox_cursor(connection& conn, std::string consumer,
+                                                   outbox_cursor cursor) {
+    auto stored =
+        co_await conn.query(store_cursor_sql, params(consumer, cursor.xact_id, cursor.outbox_id));
+    if (!stored) {
+        co_return stored.error();
+    }
+    co_return stored->affected_rows() == 1;
+}
+
+asio::awaitable<outcome<std::int64_t>> purge_outbox(connection& conn, std::int64_t rows_max) {
+    auto purged = co_await conn.query(purge_sql, params(rows_max));
+    if (!purged) {
+        co_return purged.error();
+    }
+    if (purged->rows() != 1) {
+        co_return failure{errc::bad_result, {}, "fulltime_purge_outbox returned no row"};
+    }
+    co_return purged->get<std::int64_t>(0, 0);
+}
+
+asio::awaitable<outcome<outbox_page>> read_outbox_page(connection& conn, outbox_cursor after,
                                                        std::int64_t rows_max) {
-    auto rows = co_await conn.query(read_sql, params(after_xact_id, after_outbox_id, rows_max));
+    auto rows = co_await conn.query(read_sql, params(after.xact_id, after.outbox_id, rows_max));
     if (!rows) {
         co_return rows.error();
     }

@@ -13,7 +13,8 @@ namespace {
 // The tables the placement and settlement paths update or churn; each gets autovacuum
 // thresholds of its own in 0001_baseline.sql, which a later ALTER TABLE ... RESET may have lost.
 // A partitioned table's are on each partition (fulltime_history_add_period): every leaf must
-// have them.
+// have them. The partitions are found in pg_inherits, a catalog read: pg_partition_tree() would
+// take a lock on the table, and the start-up check would wait behind anyone's lock on it.
 constexpr const char* hot_tables =
     "{accounts,market_exposure,idempotency_keys,outbox,settlement_progress}";
 
@@ -27,9 +28,12 @@ constexpr const char* read_sql =
     "       (SELECT setting::bigint FROM pg_settings "
     "        WHERE name = 'superuser_reserved_connections'), "
     "       (SELECT coalesce(string_agg(t, ',' ORDER BY t), '') FROM unnest($1::text[]) t "
-    "        WHERE EXISTS (SELECT FROM pg_partition_tree(to_regclass(t)) p "
-    "                      JOIN pg_class c ON c.oid = p.relid "
-    "                      WHERE p.isleaf AND NOT EXISTS ("
+    "        WHERE EXISTS (WITH RECURSIVE tree(relid) AS ("
+    "                          SELECT to_regclass(t)::oid "
+    "                          UNION ALL SELECT i.inhrelid FROM pg_inherits i "
+    "                          JOIN tree ON i.inhparent = tree.relid) "
+    "                      SELECT FROM tree JOIN pg_class c ON c.oid = tree.relid "
+    "                      WHERE c.relkind = 'r' AND NOT EXISTS ("
     "                          SELECT FROM unnest(c.reloptions) o "
     "                          WHERE o LIKE 'autovacuum\\_%')))";
 

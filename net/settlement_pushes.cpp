@@ -18,7 +18,7 @@
 
 #include <algorithm>
 #include <chrono>
-#include <limits>
+#include <optional>
 #include <string>
 
 namespace fulltime::net {
@@ -94,71 +94,153 @@ std::vector<announced_settlement> announced_settlements(std::string_view topic,
     return out;
 }
 
+namespace {
+
+using steady = std::chrono::steady_clock;
+
+/// Holds the push loop's counters.
+struct push_counters {
+    metrics::counter& pushed;
+    metrics::counter& read;
+    metrics::counter& purged;
+};
+
+/// Queues the bet_settled pushes one outbox row announces on its bettors' open sessions.
+void push_row(const db::outbox_row& row, connection_registry& sessions, metrics::counter& pushed) {
+    if (!row.topic || !row.payload) {
+        return;
+    }
+    for (auto& s : announced_settlements(*row.topic, row.account_id, *row.payload)) {
+        if (sessions.sessions(s.account_id) == 0) {
+            continue;
+        }
+        json message = {{"type", "bet_settled"},
+                        {"bet_id", s.bet_id},
+                        {"version", s.version},
+                        {"outcome", std::move(s.outcome)},
+                        {"payout", money::format_amount(s.payout)}};
+        pushed.inc(sessions.push(s.account_id, message));
+    }
+}
+
+/// Stores the cursor after a page. A failure is logged and the loop goes on with the cursor in
+/// memory: the next page's store catches up, and a crash before that reads these rows again
+/// (pushes are at least once).
+asio::awaitable<void> store_cursor(db::connection& conn, std::string consumer,
+                                   db::outbox_cursor cursor) {
+    auto stored = co_await db::store_outbox_cursor(conn, consumer, std::move(cursor));
+    if (!stored) {
+        log::warn("pushes: storing the cursor of consumer " + consumer + ": " +
+                  db::describe(stored.error()));
+    } else if (!*stored) {
+        log::warn("pushes: consumer " + consumer +
+                  " has no row in outbox_cursors any more; the next start creates it at the tail");
+    }
+}
+
+/// Reads pages after `cursor` until a short one (or a stop or a failure), pushes what they
+/// announce and stores the cursor after each page; returns the cursor after the last row read.
+asio::awaitable<db::outbox_cursor> push_pages(db::connection& conn, connection_registry& sessions,
+                                              push_counters counters, std::string consumer,
+                                              db::outbox_cursor cursor,
+                                              std::shared_ptr<const bool> stop) {
+    bool full = true;
+    while (full && !*stop) {
+        auto page = co_await db::read_outbox_page(
+            conn, cursor, static_cast<std::int64_t>(limits::push_scan_rows_max));
+        if (!page) {
+            log::warn("pushes: " + db::describe(page.error()));
+            break;
+        }
+        // Pushes are only for settles and cancels; the cursor moves over every row read.
+        for (const auto& row : page->rows) {
+            cursor = db::outbox_cursor{row.xact_id, row.outbox_id};
+            counters.read.inc();
+            push_row(row, sessions, counters.pushed);
+        }
+        if (!page->rows.empty()) {
+            co_await store_cursor(conn, consumer, cursor);
+        }
+        full = page->full;
+    }
+    co_return cursor;
+}
+
+/// Runs one purge round: batches of at most `batch_max` rows every consumer has read, each its
+/// own short transaction, until a batch finds fewer, a stop, or the round's bound (the rest waits
+/// for the next round: the loop pushes nothing meanwhile).
+asio::awaitable<void> purge_round(db::connection& conn, std::int64_t batch_max,
+                                  metrics::counter& purged, std::shared_ptr<const bool> stop) {
+    std::int64_t total = 0;
+    for (std::size_t batch = 0; batch < limits::outbox_purge_batches_per_round_max && !*stop;
+         ++batch) {
+        auto deleted = co_await db::purge_outbox(conn, batch_max);
+        if (!deleted) {
+            log::warn("pushes: purging the outbox: " + db::describe(deleted.error()));
+            break;
+        }
+        purged.inc(static_cast<std::uint64_t>(*deleted));
+        total += *deleted;
+        if (*deleted < batch_max) {
+            break;
+        }
+    }
+    if (total > 0) {
+        log::debug("pushes: purged " + std::to_string(total) + " consumed outbox rows");
+    }
+}
+
+/// Waits `interval` in slices, so a stop is seen within stop_poll whatever the interval (a
+/// pending timer keeps the event loop, and so the process, alive after a drain).
+asio::awaitable<void> rest(asio::steady_timer& timer, std::chrono::milliseconds interval,
+                           std::shared_ptr<const bool> stop) {
+    const auto until = steady::now() + interval;
+    while (!*stop && steady::now() < until) {
+        timer.expires_at(std::min(until, steady::now() + stop_poll));
+        co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
+    }
+}
+
+}  // namespace
+
 asio::awaitable<void> run_settlement_pushes(db::pool& pool, connection_registry& sessions,
-                                            metrics::registry& registry,
-                                            std::chrono::milliseconds interval,
+                                            metrics::registry& registry, push_settings settings,
                                             std::shared_ptr<const bool> stop) {
-    auto& pushed = registry.make_counter("fulltime_settlement_pushes_total",
-                                         "bet_settled messages queued on bettors' sessions.");
-    auto& read = registry.make_counter("fulltime_outbox_rows_read_total",
-                                       "Outbox rows read by the push loop.");
+    push_counters counters{
+        registry.make_counter("fulltime_settlement_pushes_total",
+                              "bet_settled messages queued on bettors' sessions."),
+        registry.make_counter("fulltime_outbox_rows_read_total",
+                              "Outbox rows read by the push loop."),
+        registry.make_counter("fulltime_outbox_rows_purged_total",
+                              "Outbox rows every consumer had read, deleted by the push loop.")};
     asio::steady_timer timer(co_await asio::this_coro::executor);
-    std::string cursor_xact;
-    std::int64_t cursor_id = 0;
+    std::optional<db::outbox_cursor> cursor;
+    auto next_purge = steady::now();
     while (!*stop) {
         auto conn = co_await pool.acquire();
         if (conn) {
-            if (cursor_xact.empty()) {
-                auto start = co_await db::read_outbox_start(**conn);
-                if (start && *start) {
-                    // Rows of transactions below xmin are history: the cursor starts after the
-                    // last possible row of xmin - 1.
-                    cursor_xact = std::to_string(std::stoull(**start) - 1);
-                    cursor_id = std::numeric_limits<std::int64_t>::max();
-                } else if (!start) {
-                    log::warn("pushes: " + db::describe(start.error()));
+            if (!cursor) {
+                auto opened = co_await db::open_outbox_cursor(**conn, settings.consumer);
+                if (opened) {
+                    cursor = std::move(*opened);
+                    log::info("pushes: consumer " + settings.consumer +
+                              " reads the outbox after (" + cursor->xact_id + ", " +
+                              std::to_string(cursor->outbox_id) + ")");
+                } else {
+                    log::warn("pushes: opening the cursor of consumer " + settings.consumer + ": " +
+                              db::describe(opened.error()));
                 }
             }
-            bool full = !cursor_xact.empty();
-            while (full && !*stop) {
-                auto page = co_await db::read_outbox_page(
-                    **conn, cursor_xact, cursor_id,
-                    static_cast<std::int64_t>(limits::push_scan_rows_max));
-                if (!page) {
-                    log::warn("pushes: " + db::describe(page.error()));
-                    break;
-                }
-                // Pushes are only for settles and cancels; the cursor moves over every row read.
-                for (const auto& row : page->rows) {
-                    cursor_xact = row.xact_id;
-                    cursor_id = row.outbox_id;
-                    read.inc();
-                    if (!row.topic || !row.payload) {
-                        continue;
-                    }
-                    for (auto& s :
-                         announced_settlements(*row.topic, row.account_id, *row.payload)) {
-                        if (sessions.sessions(s.account_id) == 0) {
-                            continue;
-                        }
-                        json message = {{"type", "bet_settled"},
-                                        {"bet_id", s.bet_id},
-                                        {"version", s.version},
-                                        {"outcome", std::move(s.outcome)},
-                                        {"payout", money::format_amount(s.payout)}};
-                        pushed.inc(sessions.push(s.account_id, message));
-                    }
-                }
-                full = page->full;
+            if (cursor) {
+                cursor = co_await push_pages(**conn, sessions, counters, settings.consumer,
+                                             std::move(*cursor), stop);
+            }
+            if (!*stop && steady::now() >= next_purge) {
+                next_purge = steady::now() + settings.purge_interval;
+                co_await purge_round(**conn, settings.purge_batch_max, counters.purged, stop);
             }
         }
-        // Wait the interval in slices, so a stop is seen within stop_poll whatever the interval
-        // (a pending timer keeps the event loop, and so the process, alive after a drain).
-        const auto until = std::chrono::steady_clock::now() + interval;
-        while (!*stop && std::chrono::steady_clock::now() < until) {
-            timer.expires_at(std::min(until, std::chrono::steady_clock::now() + stop_poll));
-            co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
-        }
+        co_await rest(timer, settings.interval, stop);
     }
 }
 

@@ -180,11 +180,14 @@ int serve_command(const config& cfg) {
     log::info("listening on http://" + cfg.gateway.host + ":" + std::to_string(gateway.port()));
 
     auto pushes_stop = std::make_shared<bool>(false);
+    net::push_settings push_settings{
+        std::chrono::milliseconds(cfg.settlement.push_interval_ms), cfg.settlement.push_consumer,
+        std::chrono::milliseconds(cfg.settlement.outbox_purge_interval_ms),
+        static_cast<std::int64_t>(cfg.settlement.outbox_purge_batch_max)};
     boost::asio::co_spawn(
         ioc,
         net::run_settlement_pushes(*pools.background, gateway.connections(), registry,
-                                   std::chrono::milliseconds(cfg.settlement.push_interval_ms),
-                                   pushes_stop),
+                                   std::move(push_settings), pushes_stop),
         boost::asio::detached);
 
     boost::asio::signal_set signals(ioc, SIGINT, SIGTERM);

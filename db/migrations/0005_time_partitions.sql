@@ -325,3 +325,10 @@ ALTER TABLE ledger_transfers RENAME CONSTRAINT ledger_transfers_entry_key_check1
 ALTER TABLE ledger_transfers RENAME CONSTRAINT ledger_transfers_amount_check1
     TO ledger_transfers_amount_check;
 ALTER TABLE outbox RENAME CONSTRAINT outbox_topic_check1 TO outbox_topic_check;
+
+-- The push loop stores its cursor after each page it read, in a transaction of its own
+-- (net/settlement_pushes.cpp), not in a transaction that records the processing.
+COMMENT ON TABLE outbox_cursors IS
+    'Per consumer, the last (xact_id, outbox_id) it read, stored after each page (pushes are at '
+    'least once). The lowest cursor bounds the purge and holds the outbox partitions of a period. '
+    'A few rows updated after every page: fillfactor 50.';

@@ -99,6 +99,16 @@ inline constexpr std::size_t statement_params_max = 65'535;
 /// more rows may be waiting, and the loop reads the next page at once; a shorter one ends the
 /// pass until the next interval.
 inline constexpr std::size_t push_scan_rows_max = 2000;
+/// Longest consumer name of the push loop's cursor (`settlement.push_consumer`), in bytes: the
+/// CHECK on outbox_cursors.consumer.
+inline constexpr std::size_t outbox_consumer_bytes_max = 64;
+/// Upper bound on the configurable outbox rows one purge transaction deletes
+/// (`settlement.outbox_purge_batch_max`): the delete holds its rows until it commits, and the
+/// push loop pushes nothing while it runs.
+inline constexpr std::size_t outbox_purge_batch_rows_max = 100'000;
+/// Purge transactions in one round of the push loop's outbox purge; the rest waits for the next
+/// round, so that a large backlog of consumed rows delays pushes by a few batches at most.
+inline constexpr std::size_t outbox_purge_batches_per_round_max = 20;
 /// Markets with a settlement backlog that GET /v1/diagnostics lists (one JSON document built by
 /// PostgreSQL, so its size is bounded here).
 inline constexpr std::size_t diagnostics_backlog_markets_max = 100;
@@ -282,6 +292,8 @@ static_assert(shutdown_gate_poll_ms < shutdown_force_close_grace_ms,
 static_assert(linger_read_bytes <= linger_bytes_max);
 static_assert(purge_batch_keys_max * purge_batches_per_round_max <= INT64_MAX,
               "a purge round's count must fit an int64");
+static_assert(outbox_purge_batch_rows_max <= static_cast<std::size_t>(INT32_MAX),
+              "fulltime_purge_outbox takes the batch size as an integer");
 static_assert(settlement_batch_bets_max <= static_cast<std::size_t>(INT32_MAX),
               "fulltime_settle_step takes the batch size as an integer");
 static_assert(settlement_backoff_doublings_max >= 0 && settlement_backoff_doublings_max < 31,

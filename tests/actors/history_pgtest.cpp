@@ -31,12 +31,13 @@ constexpr const char* result_11_wins =
 constexpr const char* result_12_wins =
     R"({"outcomes":[{"selection_id":11,"win":false},{"selection_id":12,"win":true}]})";
 
-// One-second periods, closed as soon as they end, kept one second after their end.
+// One-second periods, closed as soon as they end, kept an hour (the retention test keeps them a
+// second: a period that could leave would take its bets with it in the middle of a test).
 void short_periods(fulltime::config& cfg) {
     fulltime::test::use_batch_database(cfg);
     cfg.history.period = "1 second";
     cfg.history.ahead_periods = 3;
-    cfg.history.retention = "1 second";
+    cfg.history.retention = "1 hour";
     cfg.history.close_grace_s = 0;
     cfg.history.keeper_interval_ms = 0;
 }
@@ -229,7 +230,7 @@ TEST_CASE("a correction after its period closed moves money in the open period o
 }
 
 TEST_CASE("retention keeps a period that holds an open bet, and drops it once settled") {
-    engine e;
+    engine e([](fulltime::config& cfg) { cfg.history.retention = "1 second"; });
     e.add_market(1, {{11, 20000}, {12, 20000}});
     e.add_market(2, {{21, 20000}, {22, 20000}});
     e.fund(1, 2, 100000);
@@ -279,6 +280,13 @@ TEST_CASE("retention keeps a period that holds an open bet, and drops it once se
     CHECK(e.closing_mismatches() == 0);
     CHECK(e.reconcile() == 0);
     e.check_money_invariants();
+
+    // A correction that comes after its bets left finds none: it is applied and moves nothing
+    // (the retention is the longest time after which a correction may come).
+    REQUIRE(e.record(1, 2, "m1-late", result_12_wins) == "stored");
+    REQUIRE(e.wait_applied(1, 2));
+    CHECK(e.text("SELECT string_agg(account_id || ':' || available || '/' || reserved || '/' || "
+                 "owed, ',' ORDER BY account_id) FROM accounts") == balances);
 
     // Life goes on: a new bet, a settlement, another reconciliation.
     e.add_market(3, {{31, 20000}, {32, 20000}});

@@ -207,6 +207,32 @@ TEST_CASE("reconcile defaults and bounds") {
               .find("'reconcile.run_timeout_ms' must be between 1 and") != std::string::npos);
 }
 
+TEST_CASE("push cursor and outbox purge: defaults and bounds") {
+    const auto cfg = load_config(std::nullopt, {});
+    CHECK(cfg.settlement.push_consumer == "push");
+    CHECK(cfg.settlement.outbox_purge_interval_ms == 10000);
+    CHECK(cfg.settlement.outbox_purge_batch_max == 5000);
+    const auto env =
+        load_config(std::nullopt, {{"FULLTIME_SETTLEMENT_PUSH_CONSUMER", "push-b"},
+                                   {"FULLTIME_SETTLEMENT_OUTBOX_PURGE_BATCH_MAX", "1"}});
+    CHECK(env.settlement.push_consumer == "push-b");
+    CHECK(env.settlement.outbox_purge_batch_max == 1);
+    CHECK(error_of(std::nullopt, {{"FULLTIME_SETTLEMENT_PUSH_CONSUMER", ""}})
+              .find("'settlement.push_consumer' must not be empty") != std::string::npos);
+    // The CHECK on outbox_cursors.consumer: 64 bytes.
+    CHECK(load_config(std::nullopt, {{"FULLTIME_SETTLEMENT_PUSH_CONSUMER", std::string(64, 'c')}})
+              .settlement.push_consumer.size() == 64);
+    CHECK(error_of(std::nullopt, {{"FULLTIME_SETTLEMENT_PUSH_CONSUMER", std::string(65, 'c')}})
+              .find("'settlement.push_consumer' must be at most 64 bytes, got 65") !=
+          std::string::npos);
+    CHECK(error_of(std::nullopt, {{"FULLTIME_SETTLEMENT_OUTBOX_PURGE_BATCH_MAX", "0"}})
+              .find("'settlement.outbox_purge_batch_max' must be between 1 and 100000") !=
+          std::string::npos);
+    CHECK(error_of(std::nullopt, {{"FULLTIME_SETTLEMENT_OUTBOX_PURGE_INTERVAL_MS", "0"}})
+              .find("'settlement.outbox_purge_interval_ms' must be between 1 and") !=
+          std::string::npos);
+}
+
 TEST_CASE("bad environment values and unknown FULLTIME_ variables are refused") {
     CHECK(error_of(std::nullopt, {{"FULLTIME_GATEWAY_CONNECTIONS_MAX", "lots"}})
               .find("FULLTIME_GATEWAY_CONNECTIONS_MAX: 'lots' is not an integer") !=

@@ -29,18 +29,21 @@ std::unique_ptr<db::pool> make_pool(asio::any_io_executor executor, const std::s
 
 awaitable<void> sessions_carry_the_bounds(std::string url) {
     auto executor = co_await asio::this_coro::executor;
-    auto p = make_pool(executor, url, {"fulltime-placement", 4321, 1234});
+    auto p = make_pool(executor, url, {"fulltime-placement", 4321, 1234, false});
     auto c = co_await p->acquire();
     FT_REQUIRE_OK(c);
     auto r = co_await (*c)->query(
         "SELECT current_setting('application_name'), "
         "       (SELECT setting FROM pg_settings WHERE name = 'statement_timeout'), "
         "       (SELECT setting FROM pg_settings WHERE name = "
-        "        'idle_in_transaction_session_timeout')");
+        "        'idle_in_transaction_session_timeout'), "
+        "       current_setting('jit')");
     FT_REQUIRE_OK(r);
     CHECK(r->text(0, 0) == "fulltime-placement");
     CHECK(r->text(0, 1) == "4321");
     CHECK(r->text(0, 2) == "1234");
+    // No JIT compilation (the engine's pools ask for it: session_options::jit says why).
+    CHECK(r->text(0, 3) == "off");
     // A transaction may still ask for a longer bound of its own.
     auto longer = co_await (*c)->execute_script(
         "BEGIN; SET LOCAL statement_timeout = 60000; SELECT pg_sleep(0.01); COMMIT");

@@ -38,6 +38,9 @@ config test_config(const std::string& database_url) {
     cfg.settlement.poll_interval_ms = 200;
     cfg.settlement.duty_percent = 100;
     cfg.settlement.push_interval_ms = 50;
+    cfg.settlement.push_consumer = "push";
+    cfg.settlement.outbox_purge_interval_ms = 10000;
+    cfg.settlement.outbox_purge_batch_max = 5000;
 
     cfg.reservations.grace_s = 600;
     cfg.reservations.default_deadline_s = 86400;

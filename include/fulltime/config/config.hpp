@@ -87,6 +87,10 @@ struct settlement_settings {
     std::int64_t poll_interval_ms = 0;  ///< scan for markets with unapplied events
     std::int64_t duty_percent = 0;      ///< 1..100: share of time a market's batches may run
     std::int64_t push_interval_ms = 0;  ///< outbox scan for bet_settled pushes
+    /// The push loop's row in outbox_cursors: its durable cursor, one per engine instance.
+    std::string push_consumer;
+    std::int64_t outbox_purge_interval_ms = 0;  ///< pause between two purge rounds of the outbox
+    std::size_t outbox_purge_batch_max = 0;     ///< outbox rows deleted per purge transaction
     /// The governor (core/settlement_governor.hpp): the engine's placement p99 to keep
     /// settlement under (0: off), measured over placement_window_ms; min_bets_per_s is the floor
     /// one market's settlement never goes below.

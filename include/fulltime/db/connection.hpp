@@ -17,6 +17,7 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace fulltime::db {
@@ -39,10 +40,16 @@ struct session_options {
     std::int64_t statement_timeout_ms = 0;
     /// The session's idle_in_transaction_session_timeout. 0: the server's.
     std::int64_t idle_in_transaction_timeout_ms = 0;
+    /// Whether the planner may JIT-compile this session's statements; nullopt: the server's.
+    /// The engine's pools turn it off: their statements are short, a compilation costs tens of
+    /// milliseconds, and its trigger is the plan's estimated cost, which over partitioned tables
+    /// (their parents have no statistics: autovacuum does not analyse them) is far above
+    /// jit_above_cost even for small joins; `fulltime audit` spent 70 ms a statement compiling
+    /// on a database of 90 bets.
+    std::optional<bool> jit;
 };
 
-/// Returns the libpq `options` value that sets `s`'s timeouts ("-c name=value ..."), or an
-/// empty string when both are 0.
+/// Returns the libpq `options` value that sets `s`'s timeouts and JIT ("-c name=value ...").
 std::string startup_options(const session_options& s);
 
 /// Wraps one libpq connection.

@@ -1,8 +1,9 @@
 #pragma once
-/// The outbox reads of the settlement push loop (net/settlement_pushes.cpp): where to start, and
-/// the next page of rows after a cursor. The outbox is ordered by (xact_id, outbox_id); a page
-/// holds only rows of transactions that have all finished, so no row can later appear behind the
-/// cursor.
+/// The outbox statements of the settlement push loop (net/settlement_pushes.cpp): its consumer's
+/// cursor in outbox_cursors (opened at start, stored after each page), the next page of rows
+/// after it, and the purge of rows every consumer has read. The outbox is ordered by
+/// (xact_id, outbox_id); a page holds only rows of transactions that have all finished, so no
+/// row can later appear behind the cursor.
 
 #include "fulltime/db/connection.hpp"
 
@@ -15,9 +16,28 @@
 
 namespace fulltime::db {
 
-/// Returns the xmin of the current snapshot as decimal text: the first transaction whose outbox
-/// rows are not yet history. nullopt when the server returned no value.
-boost::asio::awaitable<outcome<std::optional<std::string>>> read_outbox_start(connection& conn);
+/// Holds a position in the outbox: the last row a consumer has read.
+struct outbox_cursor {
+    std::string xact_id;  ///< the row's writing transaction (xid8), as decimal text
+    std::int64_t outbox_id = 0;
+};
+
+/// Returns `consumer`'s stored cursor. A consumer without a row gets one at the tail (after the
+/// last possible row of the transaction before the snapshot's xmin: only rows written from then
+/// on are read), inserted unless another process inserted it first, so two processes starting
+/// at once read the same cursor.
+boost::asio::awaitable<outcome<outbox_cursor>> open_outbox_cursor(connection& conn,
+                                                                  std::string consumer);
+
+/// Stores `cursor` as `consumer`'s (one UPDATE, its own transaction). Returns false when the
+/// consumer has no row (it was deleted since open_outbox_cursor).
+boost::asio::awaitable<outcome<bool>> store_outbox_cursor(connection& conn, std::string consumer,
+                                                          outbox_cursor cursor);
+
+/// Deletes at most `rows_max` (>= 1) outbox rows at or below the lowest cursor of all consumers,
+/// oldest first, in one transaction (db/functions/fulltime_purge_outbox.sql); returns how many.
+/// Without a consumer row nothing is deleted.
+boost::asio::awaitable<outcome<std::int64_t>> purge_outbox(connection& conn, std::int64_t rows_max);
 
 /// Holds one outbox row. Columns that are NULL (or do not parse) are nullopt.
 struct outbox_row {
@@ -34,11 +54,9 @@ struct outbox_page {
     bool full = false;             ///< the page reached its bound: more rows may follow
 };
 
-/// Reads at most `rows_max` outbox rows after (`after_xact_id`, `after_outbox_id`) in order,
-/// from transactions below the current snapshot's xmin.
-boost::asio::awaitable<outcome<outbox_page>> read_outbox_page(connection& conn,
-                                                              std::string after_xact_id,
-                                                              std::int64_t after_outbox_id,
+/// Reads at most `rows_max` outbox rows after `after` in order, from transactions below the
+/// current snapshot's xmin.
+boost::asio::awaitable<outcome<outbox_page>> read_outbox_page(connection& conn, outbox_cursor after,
                                                               std::int64_t rows_max);
 
 }  // namespace fulltime::db

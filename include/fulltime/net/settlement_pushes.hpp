@@ -2,9 +2,12 @@
 /// Pushes `bet_settled` to the bettor's open /v1/bets sessions after the settlement committed:
 /// a loop on the io_context reads the outbox in commit order (docs/design.md's outbox: rows of
 /// finished transactions only, by (xact_id, outbox_id)) and hands each settlement to the
-/// connection registry. Pushes are notifications, not the record: the cursor lives in memory and
-/// starts at the outbox's tail, so a bettor who was not connected reads the result with a `bets`
-/// request.
+/// connection registry. Its cursor is its consumer's row in outbox_cursors, stored after every
+/// page: a restart resumes after the last stored page, so bettors connected then get the pushes
+/// of settlements made while the engine was down, and a page read again after a crash pushes
+/// again (at least once; clients dedupe by bet and version). Pushes are notifications, not the
+/// record: a bettor who was not connected reads the result with a `bets` request. The loop also
+/// purges the outbox rows every consumer has read, a bounded round at most once per interval.
 
 #include <boost/asio/awaitable.hpp>
 
@@ -45,11 +48,20 @@ std::vector<announced_settlement> announced_settlements(std::string_view topic,
                                                         std::optional<std::int64_t> account_id,
                                                         std::string_view payload);
 
-/// Runs the push loop until `stop` is set (checked after every pass). Registers its counters in
-/// `metrics`. Never throws; database errors are logged and retried on the next pass.
+/// Holds the push loop's settings (config.hpp's settlement section).
+struct push_settings {
+    std::chrono::milliseconds interval{50};            ///< between two passes over the outbox
+    std::string consumer{"push"};                      ///< the loop's row in outbox_cursors
+    std::chrono::milliseconds purge_interval{10'000};  ///< at most one purge round per interval
+    std::int64_t purge_batch_max = 5000;               ///< outbox rows per purge transaction
+};
+
+/// Runs the push loop until `stop` is set (checked after every pass, page and purge batch).
+/// Registers its counters in `metrics`. Never throws; database errors are logged and retried on
+/// the next pass.
 boost::asio::awaitable<void> run_settlement_pushes(db::pool& pool, connection_registry& sessions,
                                                    metrics::registry& metrics,
-                                                   std::chrono::milliseconds interval,
+                                                   push_settings settings,
                                                    std::shared_ptr<const bool> stop);
 
 }  // namespace fulltime::net
