@@ -30,6 +30,19 @@ def test_database_url():
     return url
 
 
+def wait_until(probe, what, timeout_s=30, interval_s=0.1):
+    """Returns probe()'s first truthy result, asking every `interval_s`; raises AssertionError
+    with `what` once `timeout_s` has passed without one."""
+    until = time.monotonic() + timeout_s
+    while True:
+        result = probe()
+        if result:
+            return result
+        if time.monotonic() >= until:
+            raise AssertionError(f"{what} (waited {timeout_s} s)")
+        time.sleep(interval_s)
+
+
 def engine_env(extra=None, state_dir=None):
     """The environment for a child `fulltime`: no FULLTIME_* from the caller but the test ones."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("FULLTIME_") or k.startswith("FULLTIME_TEST_")}
@@ -189,13 +202,7 @@ class EngineTestCase(unittest.TestCase):
     def wait_for(self, query, *args, timeout_s=30):
         """Returns the first row of `query` (with `args`) once there is one; fails the test
         after `timeout_s`."""
-        until = time.monotonic() + timeout_s
-        while time.monotonic() < until:
-            rows = self.sql(query, *args)
-            if rows:
-                return rows[0]
-            time.sleep(0.1)
-        self.fail("no row for: " + query)
+        return wait_until(lambda: self.sql(query, *args), "no row for: " + query, timeout_s)[0]
 
     def send_market(self, engine, market):
         """Sends `market` on POST /v1/feed as the producer and requires it stored."""
