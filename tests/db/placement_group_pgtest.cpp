@@ -186,11 +186,12 @@ std::map<std::string, std::string> books(const engine& e) {
         "l.bet_id || ':reserve', l.currency, l.debit_side, l.debit_account_id, "
         "l.credit_side, l.credit_account_id, l.amount) FROM ledger_transfers l JOIN bets b "
         "ON b.bet_id = l.bet_id ORDER BY l.transfer_id");
-    out["outbox"] = rows_text(
-        e,
-        "SELECT concat_ws(' ', o.topic, o.account_id, b.idempotency_key, (o.payload - "
-        "'bet_id')::text, (o.payload->>'bet_id')::bigint = b.bet_id) FROM outbox o LEFT JOIN "
-        "bets b ON b.bet_id = (o.payload->>'bet_id')::bigint ORDER BY o.outbox_id");
+    out["outbox"] =
+        rows_text(e,
+                  "SELECT concat_ws(' ', o.topic, o.account_id, b.idempotency_key, (o.payload - "
+                  "'bet_id' - 'placed_at')::text, (o.payload->>'bet_id')::bigint = b.bet_id, "
+                  "(o.payload->>'placed_at')::timestamptz = b.placed_at) FROM outbox o LEFT JOIN "
+                  "bets b ON b.bet_id = (o.payload->>'bet_id')::bigint ORDER BY o.outbox_id");
     out["keys"] = rows_text(
         e,
         "SELECT concat_ws(' ', k.account_id, k.idempotency_key, k.fingerprint, "
