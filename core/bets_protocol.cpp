@@ -216,7 +216,8 @@ checked<balance_request> parse_balance(const json& message, std::int64_t token_a
 }
 
 checked<bets_request> parse_bets(const json& message, std::int64_t token_account_id) {
-    if (auto e = refuse_unknown_fields(message, {"type", "id", "account_id", "status", "limit"})) {
+    if (auto e = refuse_unknown_fields(message,
+                                       {"type", "id", "account_id", "status", "limit", "before"})) {
         return *e;
     }
     if (auto e = check_account(message, token_account_id)) {
@@ -259,6 +260,13 @@ checked<bets_request> parse_bets(const json& message, std::int64_t token_account
             }
             r.limit = v;
         }
+    }
+    if (message.contains("before")) {
+        auto before = positive_integer(message, "before");
+        if (!before) {
+            return invalid("\"before\" must be a positive integer (a bet_id from \"next_before\")");
+        }
+        r.before = *before;
     }
     return r;
 }
@@ -507,6 +515,16 @@ json render_bet_line(const bet_line& line) {
         j["payout"] = money::format_amount(line.payout_minor);
     }
     return j;
+}
+
+json render_bets(const json& id, const bets_page& page) {
+    json list = json::array();
+    for (const auto& line : page.lines) {
+        list.push_back(render_bet_line(line));
+    }
+    json reply{{"type", "bets"}, {"id", id}, {"bets", std::move(list)}};
+    reply["next_before"] = page.next_before ? json(*page.next_before) : json(nullptr);
+    return reply;
 }
 
 void throw_exception_from_error(const request_error& e, const boost::source_location&) {

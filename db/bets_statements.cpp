@@ -1,5 +1,6 @@
 #include "fulltime/db/bets_statements.hpp"
 
+#include <algorithm>
 #include <string>
 #include <utility>
 
@@ -11,6 +12,12 @@ namespace {
 
 constexpr const char* balance_sql =
     "SELECT available, reserved, currency FROM accounts WHERE account_id = $1::bigint";
+
+// Both bet lists take the same parameters: $1 the account, $2 the status filter, $3 the page's
+// limit plus one (the extra row only says whether more bets match), $4 before (NULL: from the
+// newest). The status filter is written as two conditions so that, planned with $2 = 'open', it
+// folds to "version IS NULL", which bet_views_open_idx's predicate needs to be proved.
+// bigint's largest value stands in for "no bound": bet ids are an identity far below it.
 
 // Newest first. A bet is settled when it has an effect (settle or cancel) that no reversal
 // undid; its effective settlement is the highest such version (schema: bet_settlements).
@@ -27,41 +34,37 @@ constexpr const char* bets_sql =
     "      AND r.reversal) "
     "  ORDER BY s.version DESC LIMIT 1) e ON true "
     "WHERE b.account_id = $1::bigint "
-    "AND ($2::text = 'all' OR ($2::text = 'settled') = (e.version IS NOT NULL)) "
+    "AND b.bet_id < coalesce($4::bigint, 9223372036854775807) "
+    "AND ($2::text <> 'open' OR e.version IS NULL) "
+    "AND ($2::text <> 'settled' OR e.version IS NOT NULL) "
     "ORDER BY b.bet_id DESC LIMIT $3::bigint";
 
-}  // namespace
+// The same rows from the read model: version, outcome and payout are the effective settlement.
+constexpr const char* bet_views_sql =
+    "SELECT v.bet_id, v.market_id, v.selection_id, v.stake, v.odds, v.currency, "
+    "to_char(v.placed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"'), "
+    "v.version, v.outcome, v.payout "
+    "FROM bet_views v "
+    "WHERE v.account_id = $1::bigint "
+    "AND v.bet_id < coalesce($4::bigint, 9223372036854775807) "
+    "AND ($2::text <> 'open' OR v.version IS NULL) "
+    "AND ($2::text <> 'settled' OR v.version IS NOT NULL) "
+    "ORDER BY v.bet_id DESC LIMIT $3::bigint";
 
-asio::awaitable<outcome<std::optional<bets::balance>>> read_balance(connection& conn,
-                                                                    std::int64_t account_id) {
-    auto rows = co_await conn.query(balance_sql, params(account_id));
+/// Runs one of the two bet lists and reads its rows into a page of at most `limit` lines.
+asio::awaitable<outcome<bets::bets_page>> read_page(connection& conn, const char* sql,
+                                                    std::int64_t account_id,
+                                                    bets::status_filter status, std::int64_t limit,
+                                                    std::optional<std::int64_t> before) {
+    auto rows =
+        co_await conn.query(sql, params(account_id, bets::to_string(status), limit + 1, before));
     if (!rows) {
         co_return rows.error();
     }
-    if (rows->rows() == 0) {
-        co_return std::optional<bets::balance>{};
-    }
-    auto available = rows->get<std::int64_t>(0, 0);
-    auto reserved = rows->get<std::int64_t>(0, 1);
-    auto currency = rows->get<std::string>(0, 2);
-    if (!available || !reserved || !currency) {
-        co_return failure{errc::bad_result, {}, "unexpected balance row"};
-    }
-    co_return std::optional<bets::balance>{
-        bets::balance{*available, *reserved, std::move(*currency)}};
-}
-
-asio::awaitable<outcome<std::vector<bets::bet_line>>> list_bets(connection& conn,
-                                                                std::int64_t account_id,
-                                                                bets::status_filter status,
-                                                                std::int64_t limit) {
-    auto rows = co_await conn.query(bets_sql, params(account_id, bets::to_string(status), limit));
-    if (!rows) {
-        co_return rows.error();
-    }
-    std::vector<bets::bet_line> out;
-    out.reserve(static_cast<std::size_t>(rows->rows()));
-    for (int i = 0; i < rows->rows(); ++i) {
+    bets::bets_page page;
+    const int shown = static_cast<int>(std::min<std::int64_t>(rows->rows(), limit));
+    page.lines.reserve(static_cast<std::size_t>(shown));
+    for (int i = 0; i < shown; ++i) {
         bets::bet_line line;
         line.bet.account_id = account_id;
         auto bet_id = rows->get<std::int64_t>(i, 0);
@@ -91,9 +94,46 @@ asio::awaitable<outcome<std::vector<bets::bet_line>>> list_bets(connection& conn
             line.outcome = outcome_text->value_or("");
             line.payout_minor = payout->value_or(0);
         }
-        out.push_back(std::move(line));
+        page.lines.push_back(std::move(line));
     }
-    co_return out;
+    if (rows->rows() > limit && !page.lines.empty()) {
+        page.next_before = page.lines.back().bet.bet_id;
+    }
+    co_return page;
+}
+
+}  // namespace
+
+asio::awaitable<outcome<std::optional<bets::balance>>> read_balance(connection& conn,
+                                                                    std::int64_t account_id) {
+    auto rows = co_await conn.query(balance_sql, params(account_id));
+    if (!rows) {
+        co_return rows.error();
+    }
+    if (rows->rows() == 0) {
+        co_return std::optional<bets::balance>{};
+    }
+    auto available = rows->get<std::int64_t>(0, 0);
+    auto reserved = rows->get<std::int64_t>(0, 1);
+    auto currency = rows->get<std::string>(0, 2);
+    if (!available || !reserved || !currency) {
+        co_return failure{errc::bad_result, {}, "unexpected balance row"};
+    }
+    co_return std::optional<bets::balance>{
+        bets::balance{*available, *reserved, std::move(*currency)}};
+}
+
+asio::awaitable<outcome<bets::bets_page>> list_bets(connection& conn, std::int64_t account_id,
+                                                    bets::status_filter status, std::int64_t limit,
+                                                    std::optional<std::int64_t> before) {
+    co_return co_await read_page(conn, bets_sql, account_id, status, limit, before);
+}
+
+asio::awaitable<outcome<bets::bets_page>> list_bet_views(connection& conn, std::int64_t account_id,
+                                                         bets::status_filter status,
+                                                         std::int64_t limit,
+                                                         std::optional<std::int64_t> before) {
+    co_return co_await read_page(conn, bet_views_sql, account_id, status, limit, before);
 }
 
 }  // namespace fulltime::db

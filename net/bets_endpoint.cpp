@@ -83,8 +83,8 @@ asio::awaitable<json> handle_bets(bets_endpoint_services s, std::int64_t account
         log::warn("bets: " + db::describe(conn.error()));
         co_return bets::render_busy(id_of(message), read_busy);
     }
-    auto lines =
-        co_await db::list_bets(**conn, request->account_id, request->status, request->limit);
+    auto lines = co_await db::list_bets(**conn, request->account_id, request->status,
+                                        request->limit, request->before);
     if (!lines) {
         if (lines.error().code == db::errc::bad_result) {
             throw std::runtime_error("bets: unexpected result shape");
@@ -93,7 +93,7 @@ asio::awaitable<json> handle_bets(bets_endpoint_services s, std::int64_t account
         co_return bets::render_busy(id_of(message), read_busy);
     }
     json list = json::array();
-    for (const auto& line : *lines) {
+    for (const auto& line : lines->lines) {
         list.push_back(bets::render_bet_line(line));
     }
     co_return json{{"type", "bets"}, {"id", id_of(message)}, {"bets", std::move(list)}};

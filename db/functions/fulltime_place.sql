@@ -169,11 +169,14 @@ BEGIN
                                           created_at)
             VALUES ('bet:' || v_bet_id || ':reserve', v_currency, 'available', p_account_id,
                     'reserved', p_account_id, p_stake, v_bet_id, v_placed_at);
+            -- placed_at and currency let the read model's projector insert the bet without a
+            -- lookup in bets (fulltime_project.sql).
             INSERT INTO outbox (topic, account_id, payload)
             VALUES ('bet_placed', p_account_id,
                     jsonb_build_object('bet_id', v_bet_id, 'market_id', v_market_id,
                                        'selection_id', p_selection_id, 'stake', p_stake,
-                                       'odds', v_odds));
+                                       'odds', v_odds, 'currency', v_currency,
+                                       'placed_at', v_placed_at));
 
             -- 6. Last: the balance row, conditional on the funds.
             UPDATE accounts

@@ -452,13 +452,18 @@ BEGIN
         WHERE g.bet_id IS NOT NULL
         ORDER BY g.ord;
 
+        -- placed_at and currency let the read model's projector insert the bet without a
+        -- lookup in bets (fulltime_project.sql).
         INSERT INTO outbox (topic, account_id, payload)
         SELECT 'bet_placed', g.account_id,
                jsonb_build_object('bet_id', g.bet_id, 'market_id', g.market_id,
                                   'selection_id', g.selection_id, 'stake', g.stake,
-                                  'odds', g.odds)
-        FROM unnest(v_bet_id, p_accounts, v_market, p_selections, p_stakes, v_current_odds)
-             WITH ORDINALITY AS g(bet_id, account_id, market_id, selection_id, stake, odds, ord)
+                                  'odds', g.odds, 'currency', g.currency,
+                                  'placed_at', g.placed_at)
+        FROM unnest(v_bet_id, p_accounts, v_market, p_selections, p_stakes, v_current_odds,
+                    v_currency, v_placed_at)
+             WITH ORDINALITY AS g(bet_id, account_id, market_id, selection_id, stake, odds,
+                                  currency, placed_at, ord)
         WHERE g.bet_id IS NOT NULL
         ORDER BY g.ord;
 

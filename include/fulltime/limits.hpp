@@ -102,6 +102,10 @@ inline constexpr std::size_t push_scan_rows_max = 2000;
 /// Longest consumer name of the push loop's cursor (`settlement.push_consumer`), in bytes: the
 /// CHECK on outbox_cursors.consumer.
 inline constexpr std::size_t outbox_consumer_bytes_max = 64;
+/// Outbox rows one page of the read model's projector applies (db/functions/fulltime_project.sql):
+/// the page is one transaction, which holds the bet_views and market_views rows it changes until
+/// it commits; a page of placements is about one bet_views row per row.
+inline constexpr std::int64_t projection_page_rows_max = 10'000;
 /// Upper bound on the configurable outbox rows one purge transaction deletes
 /// (`settlement.outbox_purge_batch_max`): the delete holds its rows until it commits, and the
 /// push loop pushes nothing while it runs.

@@ -57,8 +57,11 @@ public:
         return outcome;
     }
 
-    /// One keeper round, as `fulltime partitions --keep` runs it; requires it to succeed.
+    /// One keeper round, as `fulltime partitions --keep` runs it; requires it to succeed. A
+    /// page of the read model's projector first, as a running engine would have read it: its
+    /// cursor holds the outbox rows of a period (unconsumed_outbox) until it has.
     fulltime::actors::keeper_report keep() {
+        exec("SELECT fulltime_project('projector', 10000)");
         auto r = on_loop(fulltime::actors::keep_history(*pools().background, cfg().history));
         REQUIRE_MESSAGE(r.ok, r.error);
         return r;

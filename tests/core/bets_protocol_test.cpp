@@ -204,6 +204,54 @@ TEST_CASE("bets takes status and limit within bounds and defaults to all and 50"
     }
 }
 
+TEST_CASE("bets takes before as a positive bet_id and defaults to the newest bets") {
+    auto r = bets::parse_bets(json{{"type", "bets"}, {"id", 1}}, account);
+    REQUIRE(r.has_value());
+    CHECK_FALSE(r->before.has_value());
+    r = bets::parse_bets(json{{"type", "bets"}, {"id", 1}, {"before", 1234}, {"limit", 200}},
+                         account);
+    REQUIRE(r.has_value());
+    CHECK(r->before == 1234);
+    CHECK(r->limit == 200);
+    r = bets::parse_bets(json{{"type", "bets"}, {"id", 1}, {"before", std::uint64_t{INT64_MAX}}},
+                         account);
+    REQUIRE(r.has_value());
+    CHECK(r->before == INT64_MAX);
+    const std::string what =
+        "\"before\" must be a positive integer (a bet_id from \"next_before\")";
+    for (json bad : {json(0), json(-5), json(1.5), json("10"), json(nullptr), json(true),
+                     json(std::uint64_t{INT64_MAX} + 1), json::array({1})}) {
+        CAPTURE(bad.dump());
+        CHECK(refusal(bets::parse_bets(json{{"type", "bets"}, {"id", 1}, {"before", bad}},
+                                       account)) == what);
+    }
+}
+
+TEST_CASE("a bets reply carries next_before, null when there are no more bets") {
+    bets::bets_page page;
+    bets::bet_line line;
+    line.bet.bet_id = 77;
+    line.bet.account_id = 42;
+    line.bet.stake_minor = 1000;
+    line.bet.odds_units = 25000;
+    line.currency = "EUR";
+    page.lines.push_back(line);
+    page.next_before = 77;
+    auto more = bets::render_bets("q", page);
+    CHECK(more["type"] == "bets");
+    CHECK(more["id"] == "q");
+    REQUIRE(more["bets"].size() == 1);
+    CHECK(more["bets"][0] == bets::render_bet_line(line));
+    CHECK(more["next_before"] == 77);
+    page.next_before.reset();
+    auto last = bets::render_bets(7, page);
+    REQUIRE(last.contains("next_before"));
+    CHECK(last["next_before"].is_null());
+    auto none = bets::render_bets(7, bets::bets_page{});
+    CHECK(none["bets"] == json::array());
+    CHECK(none["next_before"].is_null());
+}
+
 TEST_CASE("the fingerprint is canonical over the parsed parameters") {
     auto a = bets::parse_place(place_message(), account).value();
     auto m = place_message();

@@ -186,11 +186,12 @@ std::map<std::string, std::string> books(const engine& e) {
         "l.bet_id || ':reserve', l.currency, l.debit_side, l.debit_account_id, "
         "l.credit_side, l.credit_account_id, l.amount) FROM ledger_transfers l JOIN bets b "
         "ON b.bet_id = l.bet_id ORDER BY l.transfer_id");
-    out["outbox"] = rows_text(
-        e,
-        "SELECT concat_ws(' ', o.topic, o.account_id, b.idempotency_key, (o.payload - "
-        "'bet_id')::text, (o.payload->>'bet_id')::bigint = b.bet_id) FROM outbox o LEFT JOIN "
-        "bets b ON b.bet_id = (o.payload->>'bet_id')::bigint ORDER BY o.outbox_id");
+    out["outbox"] =
+        rows_text(e,
+                  "SELECT concat_ws(' ', o.topic, o.account_id, b.idempotency_key, (o.payload - "
+                  "'bet_id' - 'placed_at')::text, (o.payload->>'bet_id')::bigint = b.bet_id, "
+                  "(o.payload->>'placed_at')::timestamptz = b.placed_at) FROM outbox o LEFT JOIN "
+                  "bets b ON b.bet_id = (o.payload->>'bet_id')::bigint ORDER BY o.outbox_id");
     out["keys"] = rows_text(
         e,
         "SELECT concat_ws(' ', k.account_id, k.idempotency_key, k.fingerprint, "
@@ -426,28 +427,37 @@ TEST_CASE("placement group: a mixed group gives each item its own outcome and wr
           "t available 3 reserved 3 4000 EUR\nt available 3 reserved 3 1500 EUR\n"
           "t available 2 reserved 2 500 EUR");
     CHECK(rows_text(e,
-                    "SELECT concat_ws(' ', o.topic, o.account_id, o.payload::text) FROM outbox "
+                    "SELECT concat_ws(' ', o.topic, o.account_id, (o.payload - 'placed_at')::text) "
+                    "FROM outbox "
                     "o WHERE (o.payload->>'bet_id')::bigint >= " +
                         std::to_string(b1) + " ORDER BY o.outbox_id") ==
           "bet_placed 1 {\"odds\": 15000, \"stake\": 3000, \"bet_id\": " + std::to_string(b1) +
-              ", \"market_id\": 300, \"selection_id\": 3001}\n"
+              ", \"currency\": \"EUR\", \"market_id\": 300, \"selection_id\": 3001}\n"
               "bet_placed 1 {\"odds\": 15000, \"stake\": 4000, \"bet_id\": " +
               std::to_string(b2) +
-              ", \"market_id\": 300, \"selection_id\": 3001}\n"
+              ", \"currency\": \"EUR\", \"market_id\": 300, \"selection_id\": 3001}\n"
               "bet_placed 1 {\"odds\": 15000, \"stake\": 2500, \"bet_id\": " +
               std::to_string(b4) +
-              ", \"market_id\": 300, \"selection_id\": 3001}\n"
+              ", \"currency\": \"EUR\", \"market_id\": 300, \"selection_id\": 3001}\n"
               "bet_placed 4 {\"odds\": 15000, \"stake\": 1000, \"bet_id\": " +
               std::to_string(b7) +
-              ", \"market_id\": 300, \"selection_id\": 3001}\n"
+              ", \"currency\": \"EUR\", \"market_id\": 300, \"selection_id\": 3001}\n"
               "bet_placed 3 {\"odds\": 30000, \"stake\": 4000, \"bet_id\": " +
               std::to_string(b17) +
-              ", \"market_id\": 100, \"selection_id\": 1002}\n"
+              ", \"currency\": \"EUR\", \"market_id\": 100, \"selection_id\": 1002}\n"
               "bet_placed 3 {\"odds\": 30000, \"stake\": 1500, \"bet_id\": " +
               std::to_string(b18) +
-              ", \"market_id\": 100, \"selection_id\": 1002}\n"
+              ", \"currency\": \"EUR\", \"market_id\": 100, \"selection_id\": 1002}\n"
               "bet_placed 2 {\"odds\": 20000, \"stake\": 500, \"bet_id\": " +
-              std::to_string(b22) + ", \"market_id\": 100, \"selection_id\": 1001}");
+              std::to_string(b22) +
+              ", \"currency\": \"EUR\", \"market_id\": 100, \"selection_id\": 1001}");
+    // Each payload's placed_at is its bet's, to the microsecond (the read model's projector
+    // takes it from there).
+    CHECK(e.scalar("SELECT count(*) FROM outbox o JOIN bets b ON b.bet_id = "
+                   "(o.payload->>'bet_id')::bigint "
+                   "WHERE o.topic = 'bet_placed' AND b.bet_id >= " +
+                   std::to_string(b1) +
+                   " AND (o.payload->>'placed_at')::timestamptz = b.placed_at") == 7);
     // Each claimed key stores exactly the response its item got, with its bet; the replayed and
     // reused keys keep what they stored first.
     std::set<std::string> seen;

@@ -32,6 +32,9 @@ awaitable<std::unique_ptr<db::connection>> migrated(std::string url) {
     auto conn = co_await open_connection(url);
     auto report = co_await db::migrate(*conn, resources::migrations());
     FT_REQUIRE_OK(report);
+    // The cases are about the consumers they make. The read model's projector, whose cursor
+    // migration 0006 makes and which no case here runs, would hold the purge at its cursor.
+    FT_AWAIT_OK(co_await conn->query("DELETE FROM outbox_cursors WHERE consumer = 'projector'"));
     co_return conn;
 }
 

@@ -15,6 +15,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace fulltime::bets {
 
@@ -58,6 +59,9 @@ struct bets_request {
     std::int64_t account_id = 0;
     status_filter status = status_filter::all;
     std::int64_t limit = bets_limit_default;  ///< 1..bets_limit_max
+    /// Only bets with a smaller bet_id: the "next_before" of the previous page; none: the
+    /// newest bets.
+    std::optional<std::int64_t> before;
 };
 
 /// Describes why a request was refused as invalid_request; the message is fit for a client.
@@ -79,8 +83,9 @@ checked<place_request> parse_place(const nlohmann::json& message, std::int64_t t
 checked<balance_request> parse_balance(const nlohmann::json& message,
                                        std::int64_t token_account_id);
 
-/// Validates a `bets` message: status ("open" | "settled" | "all", default all) and limit
-/// (integer 1..200, default 50), and account_id (the token's).
+/// Validates a `bets` message: status ("open" | "settled" | "all", default all), limit
+/// (integer 1..200, default 50), before (positive integer, a bet_id from a previous reply's
+/// "next_before"; absent: the newest bets), and account_id (the token's).
 checked<bets_request> parse_bets(const nlohmann::json& message, std::int64_t token_account_id);
 
 /// Returns the request fingerprint stored with the idempotency key: the lower-case hex SHA-256
@@ -162,6 +167,17 @@ struct bet_line {
 /// Returns one bet of a `bets` reply: bet_id, account_id, market_id, selection_id, stake, odds,
 /// currency, placed_at, status ("open" | "settled") and, when settled, version, outcome, payout.
 nlohmann::json render_bet_line(const bet_line& line);
+
+/// Holds one page of a `bets` reply: its lines, newest first, and where the next page starts.
+struct bets_page {
+    std::vector<bet_line> lines;
+    /// The last line's bet_id when the page is full and more bets match (the next request's
+    /// "before"); none when there are no more.
+    std::optional<std::int64_t> next_before;
+};
+
+/// Returns `{"type":"bets","id":id,"bets":[...],"next_before":<bet_id or null>}`.
+nlohmann::json render_bets(const nlohmann::json& id, const bets_page& page);
 
 }  // namespace fulltime::bets
 

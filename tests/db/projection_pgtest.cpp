@@ -1,0 +1,469 @@
+// The read model (docs/schema.md, "Read model"; db/functions/fulltime_project*.sql,
+// db/projection_statements.cpp) on a scratch database with the real schema: bets placed and
+// settled by the engine's own SQL functions (a result, its correction, a cancel, a result rolled
+// back so that its bets are open again), projected page by page with small pages; the read
+// model equals the write tables (verify, and compared directly: the bettor's pages from both,
+// the market summaries against an aggregate of their own); applying the outbox again changes
+// nothing; a rebuild, from the live tables or from empty ones, gives the same rows; verify finds
+// what was broken on purpose; and the bettor's pages by "before" walk every bet once.
+//
+// Transaction ids are the cluster's, shared with the tests running beside this one, and the
+// projector reads only rows below the snapshot's xmin, which their transactions may hold back:
+// the cases project until the horizon (consumed_below) passes a transaction begun after their
+// writes, with a deadline, instead of assuming one page reads everything.
+
+#include "db/db_support.hpp"
+
+#include "fulltime/core/bets_protocol.hpp"
+#include "fulltime/db/bets_statements.hpp"
+#include "fulltime/db/projection_statements.hpp"
+#include "support/engine_fixture.hpp"
+
+#include <boost/asio/io_context.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+namespace asio = boost::asio;
+using namespace fulltime;
+using namespace fulltime::test;
+using asio::awaitable;
+using nlohmann::json;
+
+namespace {
+
+constexpr const char* projector = "projector";
+
+/// Stores a result event as the feed does; requires it stored.
+void record(const engine& e, std::int64_t market, int seq, const std::string& kind,
+            const std::string& payload = "{}") {
+    const auto m = std::to_string(market);
+    REQUIRE(e.text("SELECT outcome FROM fulltime_record_result(" + m + ", " + std::to_string(seq) +
+                   ", 'm" + m + "-" + std::to_string(seq) + "', '" + kind + "', '" + payload +
+                   "'::jsonb, 'test')") == "stored");
+}
+
+/// Returns a result payload in which `winner` wins and every other selection loses.
+std::string winner(std::int64_t selection) {
+    return R"({"outcomes":[{"selection_id":)" + std::to_string(selection) +
+           R"(,"win":true,"void_factor":0,"dead_heat_factor":10000}]})";
+}
+
+/// Runs the settlement's own step on `market` in batches of 7 until it has nothing left.
+void settle(const engine& e, std::int64_t market) {
+    for (int step = 0; step < 2000; ++step) {
+        const auto status = e.text("SELECT status FROM fulltime_settle_step(" +
+                                   std::to_string(market) + ", 7, 1000)");
+        if (status == "idle") {
+            return;
+        }
+        if (status == "fenced") {
+            std::this_thread::sleep_for(5ms);
+        }
+    }
+    FAIL("market " << market << " never finished settling");
+}
+
+/// Returns the id of a transaction begun now: once the projector's horizon passes it, every
+/// write committed before this call is in the read model.
+std::string current_xact(const engine& e) { return e.text("SELECT pg_current_xact_id()::text"); }
+
+/// Projects in pages of `rows_max` until consumed_below passes `xact`; returns the pages run.
+awaitable<int> project_past(std::string url, std::string xact, std::int64_t rows_max) {
+    auto conn = co_await open_connection(url);
+    const auto until = steady::now() + 30s;
+    int pages = 0;
+    for (;;) {
+        auto step = co_await db::project_page(*conn, projector, rows_max);
+        FT_REQUIRE_OK(step);
+        ++pages;
+        CHECK(step->rows <= rows_max);
+        auto past = co_await conn->query("SELECT $1::xid8 > $2::xid8",
+                                         db::params(step->consumed_below, xact));
+        FT_REQUIRE_OK(past);
+        if (step->caught_up && past->text(0, 0) == "t") {
+            co_return pages;
+        }
+        REQUIRE_MESSAGE(steady::now() < until, "the projector's horizon never passed " << xact);
+        if (step->caught_up) {
+            co_await sleep_for(20ms);
+        }
+    }
+}
+
+/// Projects everything written so far in pages of `rows_max`.
+int project_all(const engine& e, std::int64_t rows_max = 7) {
+    asio::io_context ioc;
+    return run(ioc, project_past(e.url(), current_xact(e), rows_max));
+}
+
+awaitable<std::vector<db::projection_mismatch>> verify_on(std::string url) {
+    auto conn = co_await open_connection(url);
+    auto found = co_await db::verify_projection(*conn, projector);
+    FT_REQUIRE_OK(found);
+    co_return std::move(*found);
+}
+
+/// Returns verify's findings, one line each.
+std::vector<std::string> verify(const engine& e) {
+    asio::io_context ioc;
+    std::vector<std::string> lines;
+    for (const auto& m : run(ioc, verify_on(e.url()))) {
+        lines.push_back(m.kind + " bet " + (m.bet_id ? std::to_string(*m.bet_id) : "-") +
+                        " market " + (m.market_id ? std::to_string(*m.market_id) : "-") +
+                        " expected " + m.expected.value_or("NULL") + " actual " +
+                        m.actual.value_or("NULL"));
+    }
+    return lines;
+}
+
+awaitable<db::rebuild_report> rebuild_on(std::string url) {
+    auto conn = co_await open_connection(url, 60s);
+    auto report = co_await db::rebuild_projection(*conn, projector);
+    FT_REQUIRE_OK(report);
+    co_return std::move(*report);
+}
+
+db::rebuild_report rebuild(const engine& e) {
+    asio::io_context ioc;
+    return run(ioc, rebuild_on(e.url()));
+}
+
+/// Returns every column of every bet_views row, in key order.
+std::string bet_views_rows(const engine& e) {
+    return e.text(
+        "SELECT coalesce(string_agg(v::text, E'\\n' ORDER BY v.account_id, v.bet_id), '') "
+        "FROM bet_views v");
+}
+
+/// Returns market_views, every column but updated_at (the time of the row's last change, which
+/// a rebuild is), or with it.
+std::string market_views_rows(const engine& e, bool with_updated_at = false) {
+    return e.text(std::string("SELECT coalesce(string_agg(ROW(m.market_id, m.currency, m.bets, "
+                              "m.stake, m.open_bets, m.open_stake, m.settled_bets, m.payout") +
+                  (with_updated_at ? ", m.updated_at" : "") +
+                  ")::text, E'\\n' ORDER BY m.market_id, m.currency), '') FROM market_views m");
+}
+
+/// Returns the market summaries as the write tables give them, with the effective settlement
+/// written as docs/schema.md's query (not through the read model's views), in
+/// market_views_rows' shape.
+std::string market_summaries_from_bets(const engine& e) {
+    return e.text(
+        "WITH eff AS (SELECT DISTINCT ON (s.bet_id) s.bet_id, s.payout FROM bet_settlements s "
+        "  WHERE NOT s.reversal AND NOT EXISTS (SELECT 1 FROM bet_settlements r "
+        "    WHERE r.bet_id = s.bet_id AND r.version = s.version AND r.reversal) "
+        "  ORDER BY s.bet_id, s.version DESC), "
+        "m AS (SELECT b.market_id, b.currency, count(*) AS bets, sum(b.stake) AS stake, "
+        "  count(*) FILTER (WHERE eff.bet_id IS NULL) AS open_bets, "
+        "  coalesce(sum(b.stake) FILTER (WHERE eff.bet_id IS NULL), 0) AS open_stake, "
+        "  count(eff.bet_id) AS settled_bets, coalesce(sum(eff.payout), 0) AS payout "
+        "  FROM bets b LEFT JOIN eff ON eff.bet_id = b.bet_id GROUP BY 1, 2) "
+        "SELECT coalesce(string_agg(ROW(m.market_id, m.currency::text, m.bets, m.stake, "
+        "m.open_bets, m.open_stake, m.settled_bets, m.payout)::text, E'\\n' "
+        "ORDER BY m.market_id, m.currency), '') FROM m");
+}
+
+/// Names where a bettor's page is read from.
+enum class source { write_tables, read_model };
+
+/// Walks every page of `account`'s bets matching `status` by "before", `limit` per page.
+awaitable<std::vector<bets::bets_page>> walk(std::string url, std::int64_t account,
+                                             bets::status_filter status, std::int64_t limit,
+                                             source from) {
+    auto conn = co_await open_connection(url);
+    std::vector<bets::bets_page> pages;
+    std::optional<std::int64_t> before;
+    for (int page = 0; page < 100; ++page) {
+        // Not a conditional expression of two co_awaits: GCC 12 destroys its result twice.
+        db::outcome<bets::bets_page> read;
+        if (from == source::write_tables) {
+            read = co_await db::list_bets(*conn, account, status, limit, before);
+        } else {
+            read = co_await db::list_bet_views(*conn, account, status, limit, before);
+        }
+        FT_REQUIRE_OK(read);
+        pages.push_back(std::move(*read));
+        before = pages.back().next_before;
+        if (!before) {
+            co_return pages;
+        }
+    }
+    FAIL("more than 100 pages");
+    co_return pages;
+}
+
+/// Returns a page's lines as the client sees them.
+json rendered(const bets::bets_page& page) { return bets::render_bets(1, page); }
+
+/// Requires the bettor's pages of every account to be the same from the write tables and from
+/// the read model, for each status.
+void same_pages(const engine& e, std::int64_t first_account, std::int64_t accounts) {
+    asio::io_context ioc;
+    for (auto status :
+         {bets::status_filter::all, bets::status_filter::open, bets::status_filter::settled}) {
+        for (auto account = first_account; account < first_account + accounts; ++account) {
+            CAPTURE(account);
+            CAPTURE(bets::to_string(status));
+            auto written = run(ioc, walk(e.url(), account, status, 200, source::write_tables));
+            auto projected = run(ioc, walk(e.url(), account, status, 200, source::read_model));
+            REQUIRE(written.size() == projected.size());
+            for (std::size_t i = 0; i < written.size(); ++i) {
+                CHECK(rendered(written[i]) == rendered(projected[i]));
+            }
+        }
+    }
+}
+
+/// Builds the scenario of the first cases: three markets, six accounts, bets placed and settled
+/// (a result and its correction on market 1, a cancel on market 2, a result rolled back on
+/// market 3, and bets placed after it), projected in pages of seven while it goes on. Verify
+/// finds nothing at every step, before the projector catches up too (the bets still in the
+/// outbox after its cursor are left out).
+void scenario(const engine& e) {
+    e.add_market(1, {{11, 20000}, {12, 30000}});
+    e.add_market(2, {{21, 20000}, {22, 30000}});
+    e.add_market(3, {{31, 20000}, {32, 30000}});
+    e.fund(1, 6, 1'000'000);
+    int key = 0;
+    auto place_round = [&](std::int64_t stake) {
+        for (std::int64_t account = 1; account <= 6; ++account) {
+            for (std::int64_t selection : {11, 12, 21, 22, 31, 32}) {
+                REQUIRE(e.place(account, "k" + std::to_string(++key), selection,
+                                stake + account + selection) == "placed");
+            }
+        }
+    };
+    place_round(100);
+    // Rows written before the payload carried placed_at and currency: the projector reads those
+    // bets from bets.
+    e.exec(
+        "UPDATE outbox SET payload = payload - 'placed_at' - 'currency' "
+        "WHERE topic = 'bet_placed' AND (payload->>'bet_id')::bigint % 5 = 0");
+    CHECK(verify(e).empty());
+    project_all(e);
+    CHECK(verify(e).empty());
+
+    place_round(200);
+    record(e, 1, 1, "result", winner(11));
+    settle(e, 1);
+    CHECK(verify(e).empty());               // not projected yet: every changed bet is pending
+    record(e, 1, 2, "result", winner(12));  // the correction: reverse v1, settle v2
+    settle(e, 1);
+    record(e, 2, 1, "cancel");
+    settle(e, 2);
+    project_all(e, 5);
+    CHECK(verify(e).empty());
+
+    record(e, 3, 1, "result", winner(31));
+    settle(e, 3);
+    project_all(e);
+    record(e, 3, 2, "rollback_result");  // the bets are open again
+    settle(e, 3);
+    e.exec("UPDATE markets SET status = 'open'");
+    place_round(300);
+    CHECK(verify(e).empty());
+    project_all(e, 7);
+}
+
+}  // namespace
+
+TEST_CASE("the projector keeps the read model equal to the write tables, page by page") {
+    engine e({});
+    scenario(e);
+    CHECK(verify(e).empty());
+
+    // Compared directly: every bettor's pages, and the market summaries.
+    same_pages(e, 1, 6);
+    CHECK(market_views_rows(e) == market_summaries_from_bets(e));
+    CHECK(e.scalar("SELECT count(*) FROM bet_views") == 3 * 36);
+    CHECK(e.scalar("SELECT count(*) FROM bet_views WHERE version = 2 AND market_id = 1") == 24);
+    CHECK(e.scalar("SELECT count(*) FROM bet_views WHERE outcome = 'void'") == 24);
+    // Market 3's first rounds were settled and rolled back: open again, their last change the
+    // reversal of version 1.
+    CHECK(e.scalar("SELECT count(*) FROM bet_views WHERE market_id = 3 AND version IS NULL AND "
+                   "applied_version = 1 AND applied_reversal") == 24);
+    CHECK(e.scalar("SELECT open_bets FROM market_views WHERE market_id = 3") == 36);
+    CHECK(e.scalar("SELECT settled_bets FROM market_views WHERE market_id = 1") == 24);
+    // The horizon and the cursor moved with the pages.
+    CHECK(e.scalar("SELECT rows_applied FROM projections WHERE name = 'projector'") ==
+          e.scalar("SELECT count(*) FROM outbox"));
+    e.check_money_invariants();
+}
+
+TEST_CASE("applying the outbox again changes nothing") {
+    engine e({});
+    scenario(e);
+    const auto bets_before = bet_views_rows(e);
+    const auto markets_before = market_views_rows(e, true);
+    REQUIRE_FALSE(bets_before.empty());
+
+    // Back to the start: every row is applied a second time, in pages of other sizes.
+    e.exec(
+        "UPDATE outbox_cursors SET last_xact_id = '0', last_outbox_id = 0 "
+        "WHERE consumer = 'projector'");
+    project_all(e, 3);
+    CHECK(bet_views_rows(e) == bets_before);
+    CHECK(market_views_rows(e, true) == markets_before);  // not even updated_at moved
+
+    // And from the middle, in one page.
+    e.exec(
+        "UPDATE outbox_cursors c SET last_xact_id = o.xact_id, last_outbox_id = o.outbox_id "
+        "FROM (SELECT xact_id, outbox_id FROM outbox ORDER BY xact_id, outbox_id "
+        "OFFSET 20 LIMIT 1) o WHERE c.consumer = 'projector'");
+    project_all(e, 1000);
+    CHECK(bet_views_rows(e) == bets_before);
+    CHECK(market_views_rows(e, true) == markets_before);
+    CHECK(verify(e).empty());
+}
+
+TEST_CASE("a rebuild gives the live projection's rows, from the live tables or from empty ones") {
+    engine e({});
+    scenario(e);
+    const auto bets_live = bet_views_rows(e);
+    const auto markets_live = market_views_rows(e);
+
+    auto report = rebuild(e);
+    CHECK(report.bets_projected == 3 * 36);
+    CHECK(report.bets_kept == 0);
+    CHECK(report.markets == 3);
+    CHECK(bet_views_rows(e) == bets_live);
+    CHECK(market_views_rows(e) == markets_live);
+    CHECK(verify(e).empty());
+
+    e.exec("DELETE FROM bet_views; DELETE FROM market_views");
+    report = rebuild(e);
+    CHECK(report.bets_projected == 3 * 36);
+    CHECK(bet_views_rows(e) == bets_live);
+    CHECK(market_views_rows(e) == markets_live);
+    CHECK(verify(e).empty());
+
+    // The cursor is at the tail: bets placed and settled from here on are projected on top.
+    record(e, 2, 2, "rollback_cancel");
+    settle(e, 2);
+    e.exec("UPDATE markets SET status = 'open'");
+    REQUIRE(e.place(1, "after-rebuild", 11, 555) == "placed");
+    CHECK(verify(e).empty());
+    project_all(e);
+    CHECK(verify(e).empty());
+    CHECK(market_views_rows(e) == market_summaries_from_bets(e));
+    same_pages(e, 1, 6);
+    e.check_money_invariants();
+}
+
+TEST_CASE("verify reports the rows that were broken on purpose") {
+    engine e({});
+    scenario(e);
+    REQUIRE(verify(e).empty());
+    const auto settled = e.scalar("SELECT min(bet_id) FROM bet_views WHERE version IS NOT NULL");
+    const auto open = e.scalar("SELECT min(bet_id) FROM bet_views WHERE version IS NULL");
+    e.exec("UPDATE bet_views SET payout = payout + 1 WHERE bet_id = " + std::to_string(settled));
+    e.exec("DELETE FROM bet_views WHERE bet_id = " + std::to_string(open));
+    e.exec("UPDATE market_views SET stake = stake + 10 WHERE market_id = 2");
+
+    const auto found = verify(e);
+    std::string all;
+    for (const auto& line : found) {
+        all += line + "\n";
+    }
+    CAPTURE(all);
+    auto has = [&](const std::string& start) {
+        return std::any_of(found.begin(), found.end(),
+                           [&](const std::string& line) { return line.rfind(start, 0) == 0; });
+    };
+    CHECK(has("bet_view_differs bet " + std::to_string(settled) + " "));
+    CHECK(has("bet_view_missing bet " + std::to_string(open) + " "));
+    CHECK(has("market_view_differs bet - market 2 "));
+    // The deleted row's and the changed payout's markets no longer add up either.
+    CHECK(found.size() >= 3);
+
+    // A bet_views row whose bet is not in bets: reported while its period is kept.
+    e.exec(
+        "INSERT INTO bet_views (account_id, bet_id, market_id, selection_id, currency, stake, "
+        "odds, placed_at) VALUES (1, 999999, 1, 11, 'EUR', 100, 20000, now())");
+    const auto orphan = verify(e);
+    CHECK(std::any_of(orphan.begin(), orphan.end(), [](const std::string& line) {
+        return line.rfind("bet_missing bet 999999 ", 0) == 0;
+    }));
+    e.exec("DELETE FROM bet_views WHERE bet_id = 999999");
+
+    rebuild(e);
+    CHECK(verify(e).empty());
+}
+
+TEST_CASE("verify refuses a transaction that is not REPEATABLE READ") {
+    engine e({});
+    CHECK_THROWS_WITH_AS(e.text("SELECT count(*) FROM fulltime_project_verify('projector')"),
+                         doctest::Contains("REPEATABLE READ"), std::exception);
+}
+
+TEST_CASE("pages by before walk every bet once, from the write tables and the read model") {
+    engine e({});
+    e.add_market(5, {{51, 20000}, {52, 30000}});
+    e.add_market(6, {{61, 20000}});
+    e.fund(1, 2, 100'000'000);
+    // 450 bets of account 1 (and a few of account 2 between them): a third on market 6, which
+    // stays open, the rest on market 5, which settles.
+    e.exec(
+        "SELECT fulltime_place(CASE WHEN i % 50 = 0 THEN 2 ELSE 1 END, 'p' || i, 'fp', "
+        "CASE i % 3 WHEN 0 THEN 61 WHEN 1 THEN 51 ELSE 52 END, 100 + i, 0, 'any', 1000, 0) "
+        "FROM generate_series(1, 459) i");
+    REQUIRE(e.scalar("SELECT count(*) FROM bets WHERE account_id = 1") == 450);
+    record(e, 5, 1, "result", winner(51));
+    settle(e, 5);
+    project_all(e, 100);
+    REQUIRE(verify(e).empty());
+
+    asio::io_context ioc;
+    const std::vector<std::pair<bets::status_filter, std::string>> filters = {
+        {bets::status_filter::all, "true"},
+        {bets::status_filter::open, "market_id = 6"},
+        {bets::status_filter::settled, "market_id = 5"}};
+    for (const auto& [status, where] : filters) {
+        CAPTURE(bets::to_string(status));
+        const auto expected_ids = e.text(
+            "SELECT string_agg(bet_id::text, ',' ORDER BY bet_id DESC) FROM bets "
+            "WHERE account_id = 1 AND " +
+            where);
+        const auto count = e.scalar("SELECT count(*) FROM bets WHERE account_id = 1 AND " + where);
+        for (auto from : {source::write_tables, source::read_model}) {
+            CAPTURE(from == source::write_tables ? "write tables" : "read model");
+            const auto pages = run(ioc, walk(e.url(), 1, status, 200, from));
+            CHECK(static_cast<std::int64_t>(pages.size()) == (count + 199) / 200);
+            std::string ids;
+            for (std::size_t i = 0; i < pages.size(); ++i) {
+                const auto& page = pages[i];
+                const bool last = i + 1 == pages.size();
+                CHECK(page.lines.size() ==
+                      (last ? static_cast<std::size_t>(count - 200 * i) : 200));
+                CHECK(page.next_before.has_value() == !last);
+                if (!last) {
+                    CHECK(*page.next_before == page.lines.back().bet.bet_id);
+                }
+                for (const auto& line : page.lines) {
+                    ids += (ids.empty() ? "" : ",") + std::to_string(line.bet.bet_id);
+                    CHECK(line.settled ==
+                          (status == bets::status_filter::settled ||
+                           (status == bets::status_filter::all && line.bet.market_id == 5)));
+                }
+            }
+            CHECK(ids == expected_ids);  // newest first, each once, none missing
+        }
+    }
+    // A page that ends exactly at the last bet says there are no more.
+    const auto open_count = e.scalar(
+        "SELECT count(*) FROM bet_views WHERE account_id = 1 AND "
+        "version IS NULL");
+    auto exact =
+        run(ioc, walk(e.url(), 1, bets::status_filter::open, open_count, source::read_model));
+    REQUIRE(exact.size() == 1);
+    CHECK_FALSE(exact[0].next_before.has_value());
+    e.check_money_invariants();
+}
