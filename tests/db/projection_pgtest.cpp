@@ -467,3 +467,39 @@ TEST_CASE("pages by before walk every bet once, from the write tables and the re
     CHECK_FALSE(exact[0].next_before.has_value());
     e.check_money_invariants();
 }
+
+namespace {
+
+awaitable<void> busy_and_missing(std::string url) {
+    auto holder = co_await open_connection(url);
+    auto conn = co_await open_connection(url);
+    // Another writer (a projector's page, a rebuild) holds the cursor: the page returns at once.
+    FT_AWAIT_OK(co_await holder->query("BEGIN"));
+    FT_AWAIT_OK(co_await holder->query(
+        "SELECT 1 FROM outbox_cursors WHERE consumer = 'projector' FOR UPDATE"));
+    auto busy = co_await db::project_page(*conn, projector, 10);
+    FT_REQUIRE_OK(busy);
+    CHECK(busy->rows == 0);
+    CHECK_FALSE(busy->caught_up);
+    CHECK_FALSE(busy->consumed_below.empty());
+    FT_AWAIT_OK(co_await holder->query("ROLLBACK"));
+    auto free = co_await db::project_page(*conn, projector, 10);
+    FT_REQUIRE_OK(free);
+    CHECK(free->caught_up);
+
+    // A consumer without a cursor is refused: a cursor made at the tail would skip what the read
+    // model never got.
+    auto missing = co_await db::project_page(*conn, "nobody", 10);
+    REQUIRE_FALSE(missing.has_value());
+    CHECK(missing.error().sqlstate == "P0002");
+    auto too_many = co_await db::project_page(*conn, projector, 10'001);
+    CHECK_FALSE(too_many.has_value());
+}
+
+}  // namespace
+
+TEST_CASE("a projector page finds the cursor held and returns busy; no cursor, no page") {
+    engine e({});
+    asio::io_context ioc;
+    run(ioc, busy_and_missing(e.url()));
+}
