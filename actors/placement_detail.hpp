@@ -28,6 +28,8 @@ struct placement_worker {
     std::size_t lock_retries_max = 0;
     std::chrono::milliseconds query_timeout{0};
     std::int32_t shard_hint = 0;  ///< the actor's index: its preferred exposure shard
+    /// Read the WAL position after each group that wrote (a standby serves read-your-writes).
+    bool read_commit_lsn = false;
     placement_metrics* metrics = nullptr;
 };
 

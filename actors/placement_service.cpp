@@ -88,6 +88,9 @@ placement_service::placement_service(caf::actor_system& system, std::vector<plac
         w->lock_retries_max = cfg.placement.lock_retries_max;
         w->query_timeout = std::chrono::milliseconds(cfg.database.query_timeout_ms);
         w->shard_hint = static_cast<std::int32_t>(i);
+        // With remote_apply the commit itself waited for the standby to apply it.
+        w->read_commit_lsn = !cfg.database.read_url.empty() && cfg.read.read_your_writes &&
+                             cfg.placement.synchronous_commit != "remote_apply";
         w->metrics = &metrics;
         auto actor = std::make_shared<placement_actor>(loop.context->get_executor(), w,
                                                        cfg.placement.group_bets_max);

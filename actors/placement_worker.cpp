@@ -21,6 +21,17 @@ bets::place_result failed_result() {
     return r;
 }
 
+// Whether the group's transaction wrote (placed at least one bet): only then has it a commit
+// position worth reading.
+bool wrote(const db::place_group_rows& rows) {
+    for (int row = 0; row < rows.size(); ++row) {
+        if (auto read = rows.at(row); read && read->xid != 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
 group_answer all(std::size_t n, const bets::place_result& r) {
     return group_answer{std::vector<bets::place_result>(n, r), {}, {}};
 }
@@ -82,6 +93,18 @@ asio::awaitable<group_answer> execute_group(std::shared_ptr<placement_worker> wo
         const auto sent = steady::now();
         auto rows = co_await db::place_group(*conn, group, w.lock_timeout_ms,
                                              static_cast<std::int64_t>(w.shard_hint), timeout);
+        std::uint64_t commit_lsn = 0;
+        if (rows && w.read_commit_lsn && wrote(*rows)) {
+            // One more round trip on the same session, after the commit: the position a standby
+            // must replay for the session's reads to show these bets. Without it they still
+            // answer; those sessions' reads may then miss the bets on the standby.
+            auto lsn = co_await db::read_commit_lsn(*conn);
+            if (lsn) {
+                commit_lsn = *lsn;
+            } else {
+                log::warn("placement: reading the commit position: " + db::describe(lsn.error()));
+            }
+        }
         const auto back = steady::now();
         const bool broken = conn->broken();
         if (!w.closed && !broken) {
@@ -105,6 +128,8 @@ asio::awaitable<group_answer> execute_group(std::shared_ptr<placement_worker> wo
                     log::error("placement: " + result.error().message);
                     continue;
                 }
+                result->xid = read->xid;
+                result->commit_lsn = read->xid != 0 ? commit_lsn : 0;
                 results[static_cast<std::size_t>(read->item - 1)] = std::move(*result);
             }
             co_return group_answer{std::move(results), sent, back};

@@ -36,6 +36,9 @@ commands:
   partitions [--keep]        list the time partitions, a line per period: its state and
         [--json]             what holds it; --keep first makes the periods ahead, closes
                              the periods that are over and drops those past retention
+  project [--rebuild]        run the read model's projector until it caught up with the
+        [--verify] [--json]  outbox; --rebuild refills it from the write tables, --verify
+                             compares it with them (exit 1 on a disagreement)
   diagnose [--url URL]       ask a running engine what holds placement back now: the
         [--json] [--samples N]  verdict, its evidence and the newest samples; exit 0
                              quiet, 1 a mechanism named, 2 the engine did not answer
@@ -111,6 +114,9 @@ int main(int argc, char** argv) {
         }
         if (command == "partitions") {
             return fulltime::app::partitions_command(cfg, args);
+        }
+        if (command == "project") {
+            return fulltime::app::project_command(cfg, args);
         }
         if (command == "diagnose") {
             return fulltime::app::diagnose_command(cfg, args);

@@ -282,6 +282,7 @@ database_settings read_database(const reader& r) {
     d.placement = read_pool(r, "placement");
     d.settlement = read_pool(r, "settlement");
     d.read = read_pool(r, "read");
+    d.standby = read_pool(r, "standby");
     d.background = read_pool(r, "background");
     return d;
 }
@@ -344,6 +345,15 @@ placement_settings read_placement(const reader& r, const pool_settings& pool) {
     p.purge_batch_max = r.size("placement.purge_batch_max", 1, limits::purge_batch_keys_max);
     p.purge_interval_ms = r.timeout_ms("placement.purge_interval_ms");
     p.purge_lock_timeout_ms = r.timeout_ms("placement.purge_lock_timeout_ms");
+    p.synchronous_commit = r.string("placement.synchronous_commit", true);
+    static const std::set<std::string, std::less<>> levels{"",      "on",           "off",
+                                                           "local", "remote_write", "remote_apply"};
+    if (!levels.contains(p.synchronous_commit)) {
+        fail(
+            "'placement.synchronous_commit' must be empty (the server's), on, off, local, "
+            "remote_write or remote_apply, got '" +
+            p.synchronous_commit + "'");
+    }
     return p;
 }
 
@@ -440,6 +450,28 @@ history_settings read_history(const reader& r) {
     return h;
 }
 
+read_settings read_reads(const reader& r) {
+    read_settings s;
+    s.balance_staleness_ms = r.integer("read.balance_staleness_ms", 0, limits::timeout_ms_max);
+    s.bets_staleness_ms = r.integer("read.bets_staleness_ms", 0, limits::timeout_ms_max);
+    s.bets_source = r.string("read.bets_source", false);
+    if (s.bets_source != "read_model" && s.bets_source != "write_tables") {
+        fail("'read.bets_source' must be read_model or write_tables, got '" + s.bets_source + "'");
+    }
+    s.read_your_writes = r.boolean("read.read_your_writes");
+    s.ryw_wait_ms = r.integer("read.ryw_wait_ms", 0, limits::timeout_ms_max);
+    s.sample_interval_ms = r.integer("read.sample_interval_ms", limits::read_sample_interval_ms_min,
+                                     limits::timeout_ms_max);
+    s.projector_interval_ms = r.integer("read.projector_interval_ms", 0, limits::timeout_ms_max);
+    s.projector_page_rows_max = r.size("read.projector_page_rows_max", 1,
+                                       static_cast<std::size_t>(limits::projection_page_rows_max));
+    s.projector_consumer = r.string("read.projector_consumer", false);
+    if (s.projector_consumer.empty() || s.projector_consumer.size() > 64) {
+        fail("'read.projector_consumer' must be 1 to 64 characters");
+    }
+    return s;
+}
+
 market_defaults read_markets(const reader& r) {
     market_defaults m;
     m.stake_min_minor = r.integer("markets.stake_min_minor", 1, limits::amount_minor_max);
@@ -474,6 +506,7 @@ config load_config(const std::optional<std::string>& path,
     c.diagnostics = read_diagnostics(r);
     c.reconcile = read_reconcile(r);
     c.history = read_history(r);
+    c.read = read_reads(r);
     c.markets = read_markets(r);
     return c;
 }

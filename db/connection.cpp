@@ -308,6 +308,10 @@ std::string startup_options(const session_options& s) {
     if (s.jit) {
         out += std::string(out.empty() ? "" : " ") + "-c jit=" + (*s.jit ? "on" : "off");
     }
+    if (!s.synchronous_commit.empty()) {
+        out +=
+            std::string(out.empty() ? "" : " ") + "-c synchronous_commit=" + s.synchronous_commit;
+    }
     return out;
 }
 

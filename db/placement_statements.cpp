@@ -1,5 +1,7 @@
 #include "fulltime/db/placement_statements.hpp"
 
+#include "fulltime/db/read_router.hpp"
+
 #include <functional>
 #include <utility>
 
@@ -11,10 +13,13 @@ namespace {
 
 // One statement, one round trip, its own transaction (autocommit): see
 // db/functions/fulltime_place_group.sql. A prepared statement when the connection prepares
-// statements: parsed and planned once per connection instead of at every group.
+// statements: parsed and planned once per connection instead of at every group. The last column
+// is the transaction's id when it wrote (NULL when every item was refused or replayed): a
+// session's reads of the read model wait for the projector to pass it (docs/architecture.md,
+// "Reads").
 constexpr db::statement place_group_statement{
     "fulltime_place_group",
-    "SELECT item, outcome, response::text "
+    "SELECT item, outcome, response::text, pg_current_xact_id_if_assigned()::text "
     "FROM fulltime_place_group($1::bigint[], $2::text[], $3::text[], $4::bigint[], "
     "$5::bigint[], $6::bigint[], $7::text[], $8::integer, $9::integer)"};
 
@@ -23,10 +28,14 @@ constexpr db::statement place_group_statement{
 // with the same row shape.
 constexpr db::statement place_one_statement{
     "fulltime_place",
-    "SELECT 1, p.outcome, p.response::text "
+    "SELECT 1, p.outcome, p.response::text, pg_current_xact_id_if_assigned()::text "
     "FROM fulltime_place(($1::bigint[])[1], ($2::text[])[1], ($3::text[])[1], "
     "($4::bigint[])[1], ($5::bigint[])[1], ($6::bigint[])[1], ($7::text[])[1], $8::integer, "
     "$9::integer) AS p"};
+
+// Right after a commit, on the same session: the primary's WAL insert position is then past the
+// commit record, so a standby that replayed up to it shows the commit.
+constexpr const char* commit_lsn_sql = "SELECT pg_current_wal_insert_lsn()::text";
 
 constexpr const char* purge_sql =
     "DELETE FROM idempotency_keys WHERE (account_id, idempotency_key) IN ("
@@ -71,10 +80,15 @@ outcome<place_group_row> place_group_rows::at(int row) const {
     auto item = rows_.get<std::int32_t>(row, 0);
     auto outcome_text = rows_.get<std::string_view>(row, 1);
     auto response = rows_.get<std::string_view>(row, 2);
-    if (!item || !outcome_text || !response) {
+    // The transaction id is the statement's fourth column (place_group_statement); a caller's
+    // own SELECT of the function's three columns (the tests') has none.
+    auto xid = rows_.columns() > 3 ? rows_.get<std::optional<std::int64_t>>(row, 3)
+                                   : outcome<std::optional<std::int64_t>>(std::nullopt);
+    if (!item || !outcome_text || !response || !xid) {
         return failure{errc::bad_result, {}, "unexpected fulltime_place_group row"};
     }
-    return place_group_row{*item, *outcome_text, *response};
+    return place_group_row{*item, *outcome_text, *response,
+                           static_cast<std::uint64_t>(xid->value_or(0))};
 }
 
 asio::awaitable<outcome<place_group_rows>> place_group(connection& conn,
@@ -91,6 +105,19 @@ asio::awaitable<outcome<place_group_rows>> place_group(connection& conn,
         co_return rows.error();
     }
     co_return place_group_rows(std::move(*rows));
+}
+
+asio::awaitable<outcome<std::uint64_t>> read_commit_lsn(connection& conn) {
+    auto rows = co_await conn.query(commit_lsn_sql);
+    if (!rows) {
+        co_return rows.error();
+    }
+    auto text = rows->get<std::string>(0, 0);
+    auto lsn = text ? parse_lsn(*text) : std::nullopt;
+    if (!lsn) {
+        co_return failure{errc::bad_result, {}, "unexpected pg_current_wal_insert_lsn row"};
+    }
+    co_return *lsn;
 }
 
 asio::awaitable<outcome<std::int64_t>> purge_idempotency_keys(connection& conn,

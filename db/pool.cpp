@@ -392,27 +392,25 @@ void pool::close() {
 // ----------------------------------------------------------------------------------------
 
 pools pools::make(std::span<const asio::any_io_executor> threads, const database_settings& settings,
-                  const std::string& primary_conninfo, const std::string& read_conninfo) {
+                  const std::string& primary_conninfo, const std::string& standby_conninfo,
+                  const std::string& placement_commit) {
     FULLTIME_ASSERT(!threads.empty());
     const std::chrono::milliseconds connect_timeout{settings.connect_timeout_ms};
     const std::chrono::milliseconds query_timeout{settings.query_timeout_ms};
-    std::string read_target = read_conninfo;
-    if (read_target.empty()) {
-        read_target = settings.read_url.empty() ? primary_conninfo : settings.read_url;
-    }
     const bool prepared = settings.prepared_statements;
     // Every session names its pool in pg_stat_activity and, unless a bouncer refuses startup
     // options (docs/config.md), carries the engine's bounds: no statement runs longer than
     // statement_timeout_ms unless its transaction says so, and no session of the engine can hold
     // a transaction open while idle (and with it vacuum and the settlement fence) for longer than
     // idle_in_transaction_timeout_ms.
-    const auto session = [&settings](const char* pool_name) {
+    const auto session = [&settings](const char* pool_name, std::string synchronous_commit = {}) {
         session_options s;
         s.application_name = std::string("fulltime-") + pool_name;
         if (settings.session_timeouts) {
             s.statement_timeout_ms = settings.statement_timeout_ms;
             s.idle_in_transaction_timeout_ms = settings.idle_in_transaction_timeout_ms;
             s.jit = false;  // session_options::jit says why
+            s.synchronous_commit = std::move(synchronous_commit);
         }
         return s;
     };
@@ -425,16 +423,23 @@ pools pools::make(std::span<const asio::any_io_executor> threads, const database
         pool_settings share = settings.placement;
         share.size_max = std::max<std::size_t>(
             1, settings.placement.size_max / n + (i < settings.placement.size_max % n ? 1 : 0));
-        out.placement.push_back(std::make_unique<pool>(threads[i], "placement", primary_conninfo,
-                                                       share, connect_timeout, query_timeout,
-                                                       prepared, session("placement")));
+        out.placement.push_back(std::make_unique<pool>(
+            threads[i], "placement", primary_conninfo, share, connect_timeout, query_timeout,
+            prepared, session("placement", placement_commit)));
     }
     const asio::any_io_executor& main = threads[0];
     out.settlement =
         std::make_unique<pool>(main, "settlement", primary_conninfo, settings.settlement,
                                connect_timeout, query_timeout, prepared, session("settlement"));
-    out.read = std::make_unique<pool>(main, "read", read_target, settings.read, connect_timeout,
-                                      query_timeout, prepared, session("read"));
+    out.read = std::make_unique<pool>(main, "read", primary_conninfo, settings.read,
+                                      connect_timeout, query_timeout, prepared, session("read"));
+    // Read-only sessions on a standby: the statements are the read pool's; a standby refuses
+    // writes on its own.
+    if (!standby_conninfo.empty()) {
+        out.standby =
+            std::make_unique<pool>(main, "standby", standby_conninfo, settings.standby,
+                                   connect_timeout, query_timeout, prepared, session("standby"));
+    }
     out.background =
         std::make_unique<pool>(main, "background", primary_conninfo, settings.background,
                                connect_timeout, query_timeout, prepared, session("background"));
@@ -464,7 +469,7 @@ std::vector<pool_stats> pools::stats() const {
         }
     }
     out.push_back(std::move(sum));
-    for (const pool* p : {settlement.get(), read.get(), background.get()}) {
+    for (const pool* p : {settlement.get(), read.get(), standby.get(), background.get()}) {
         if (p != nullptr) {
             out.push_back(p->stats());
         }
@@ -476,7 +481,7 @@ void pools::close() {
     for (auto& p : placement) {
         p->close();
     }
-    for (pool* p : {settlement.get(), read.get(), background.get()}) {
+    for (pool* p : {settlement.get(), read.get(), standby.get(), background.get()}) {
         if (p != nullptr) {
             p->close();
         }

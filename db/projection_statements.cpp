@@ -19,6 +19,13 @@ constexpr const char* rebuild_sql =
     "SELECT bets_projected, bets_kept, markets, consumed_below::text "
     "FROM fulltime_project_rebuild($1::text)";
 
+// Whether the projector's horizon passed a transaction. Read in a statement of its own before the
+// page: a later statement's snapshot shows at least this much of the read model (the horizon and
+// the rows it covers commit together, on the primary and, replayed, on a standby).
+constexpr const char* passed_sql =
+    "SELECT coalesce((SELECT consumed_below > $2::xid8 FROM projections WHERE name = $1::text), "
+    "false)";
+
 constexpr const char* verify_sql =
     "SELECT kind, bet_id, market_id, expected, actual FROM fulltime_project_verify($1::text)";
 
@@ -54,6 +61,20 @@ asio::awaitable<outcome<std::vector<projection_mismatch>>> verify_body(std::stri
 }
 
 }  // namespace
+
+asio::awaitable<outcome<bool>> projection_passed(connection& conn, std::string consumer,
+                                                 std::uint64_t xid) {
+    auto rows = co_await conn.query(passed_sql, params(consumer, static_cast<std::int64_t>(xid)));
+    if (!rows) {
+        co_return rows.error();
+    }
+    auto passed = rows->rows() == 1 ? rows->get<bool>(0, 0)
+                                    : outcome<bool>(failure{errc::bad_result, {}, "no row"});
+    if (!passed) {
+        co_return failure{errc::bad_result, {}, "unexpected projections row"};
+    }
+    co_return *passed;
+}
 
 asio::awaitable<outcome<projection_step>> project_page(connection& conn, std::string consumer,
                                                        std::int64_t rows_max) {

@@ -6,6 +6,14 @@
 #include "fulltime/core/metrics.hpp"
 #include "fulltime/db/bets_statements.hpp"
 #include "fulltime/db/pool.hpp"
+#include "fulltime/db/projection_statements.hpp"
+#include "fulltime/db/read_router.hpp"
+#include "fulltime/limits.hpp"
+
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
 
 #include <nlohmann/json.hpp>
 
@@ -32,7 +40,8 @@ std::chrono::microseconds since(steady::time_point from, steady::time_point to) 
 // Runs on the connection's own loop (see add_bets_handlers): it touches only the placement
 // service, which hands the request to an actor of this loop, and atomic metrics.
 asio::awaitable<json> handle_place(bets_endpoint_services s, std::int64_t account_id,
-                                   steady::time_point received, json message) {
+                                   session_writes* writes, steady::time_point received,
+                                   json message) {
     auto request = bets::parse_place(message, account_id);
     if (!request) {
         s.metrics->invalid.inc();
@@ -43,23 +52,39 @@ asio::awaitable<json> handle_place(bets_endpoint_services s, std::int64_t accoun
     steady::time_point answered;
     auto result =
         co_await s.placement->place(std::move(*request), std::move(fingerprint), &answered);
+    if (writes != nullptr && result.xid != 0) {
+        writes->note(result.xid, result.commit_lsn);
+    }
     json reply = bets::render_place_result(id_of(message), result);
     s.metrics->stage(actors::placement_stage::reply).record(since(answered, steady::now()));
     co_return reply;
 }
 
-asio::awaitable<json> handle_balance(bets_endpoint_services s, std::int64_t account_id,
+// The session's own placements, as the read must see them (nothing when read-your-writes is
+// off or the session placed nothing).
+std::uint64_t own_lsn(const bets_endpoint_services& s, const request_context& context) {
+    return s.reads_settings.read_your_writes && context.writes != nullptr
+               ? context.writes->commit_lsn.load(std::memory_order_relaxed)
+               : 0;
+}
+
+std::uint64_t own_xid(const bets_endpoint_services& s, const request_context& context) {
+    return s.reads_settings.read_your_writes && context.writes != nullptr
+               ? context.writes->xid.load(std::memory_order_relaxed)
+               : 0;
+}
+
+asio::awaitable<json> handle_balance(bets_endpoint_services s, const request_context& context,
                                      json message) {
-    auto request = bets::parse_balance(message, account_id);
+    auto request = bets::parse_balance(message, context.claims.account_id);
     if (!request) {
         co_return bets::render_invalid(id_of(message), request.error().message);
     }
-    auto conn = co_await s.read->acquire();
-    if (!conn) {
-        log::warn("balance: " + db::describe(conn.error()));
-        co_return bets::render_busy(id_of(message), read_busy);
-    }
-    auto balance = co_await db::read_balance(**conn, request->account_id);
+    const db::read_need need{std::chrono::milliseconds(s.reads_settings.balance_staleness_ms),
+                             own_lsn(s, context)};
+    const std::int64_t account_id = request->account_id;
+    auto balance = co_await s.reads->run(
+        need, [account_id](db::connection& conn) { return db::read_balance(conn, account_id); });
     if (!balance) {
         if (balance.error().code == db::errc::bad_result) {
             throw std::runtime_error("balance: unexpected result shape");
@@ -73,30 +98,82 @@ asio::awaitable<json> handle_balance(bets_endpoint_services s, std::int64_t acco
     co_return bets::render_balance(id_of(message), **balance);
 }
 
-asio::awaitable<json> handle_bets(bets_endpoint_services s, std::int64_t account_id, json message) {
-    auto request = bets::parse_bets(message, account_id);
+// One page of the read model, once its projector has passed `xid` (the session's last write; 0:
+// none): nullopt when it did not within ryw_wait, and the page must come from the write tables.
+asio::awaitable<db::outcome<std::optional<bets::bets_page>>> read_model_page(
+    db::connection& conn, const read_settings& settings, bets::bets_request request,
+    std::uint64_t xid) {
+    if (xid != 0) {
+        const auto deadline =
+            std::chrono::steady_clock::now() + std::chrono::milliseconds(settings.ryw_wait_ms);
+        asio::steady_timer timer(co_await asio::this_coro::executor);
+        for (;;) {
+            auto passed = co_await db::projection_passed(conn, settings.projector_consumer, xid);
+            if (!passed) {
+                co_return passed.error();
+            }
+            if (*passed) {
+                break;
+            }
+            if (std::chrono::steady_clock::now() >= deadline) {
+                co_return std::optional<bets::bets_page>{};
+            }
+            timer.expires_after(std::chrono::milliseconds(limits::read_ryw_poll_ms));
+            boost::system::error_code ec;
+            co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+        }
+    }
+    auto page = co_await db::list_bet_views(conn, request.account_id, request.status, request.limit,
+                                            request.before);
+    if (!page) {
+        co_return page.error();
+    }
+    co_return std::optional<bets::bets_page>{std::move(*page)};
+}
+
+asio::awaitable<json> handle_bets(bets_endpoint_services s, const request_context& context,
+                                  json message) {
+    auto request = bets::parse_bets(message, context.claims.account_id);
     if (!request) {
         co_return bets::render_invalid(id_of(message), request.error().message);
     }
-    auto conn = co_await s.read->acquire();
-    if (!conn) {
-        log::warn("bets: " + db::describe(conn.error()));
-        co_return bets::render_busy(id_of(message), read_busy);
+    const bets::bets_request r = *request;
+    db::outcome<bets::bets_page> page = db::failure{db::errc::server_error, {}, "not read"};
+    if (s.reads_settings.bets_source == "read_model") {
+        // The read model answers for every write the projector has passed; the standby holds
+        // it as of its replay. A session whose own placement is not there yet gets its page
+        // from the write tables on the primary, which hold every committed bet.
+        const db::read_need need{std::chrono::milliseconds(s.reads_settings.bets_staleness_ms), 0};
+        const std::uint64_t xid = own_xid(s, context);
+        const read_settings settings = s.reads_settings;
+        auto projected = co_await s.reads->run(need, [&settings, r, xid](db::connection& conn) {
+            return read_model_page(conn, settings, r, xid);
+        });
+        if (!projected) {
+            page = projected.error();
+        } else if (*projected) {
+            page = std::move(**projected);
+        } else {
+            s.reads_behind->inc();
+            page = co_await s.reads->run(db::read_need{}, [r](db::connection& conn) {
+                return db::list_bets(conn, r.account_id, r.status, r.limit, r.before);
+            });
+        }
+    } else {
+        const db::read_need need{std::chrono::milliseconds(s.reads_settings.bets_staleness_ms),
+                                 own_lsn(s, context)};
+        page = co_await s.reads->run(need, [r](db::connection& conn) {
+            return db::list_bets(conn, r.account_id, r.status, r.limit, r.before);
+        });
     }
-    auto lines = co_await db::list_bets(**conn, request->account_id, request->status,
-                                        request->limit, request->before);
-    if (!lines) {
-        if (lines.error().code == db::errc::bad_result) {
+    if (!page) {
+        if (page.error().code == db::errc::bad_result) {
             throw std::runtime_error("bets: unexpected result shape");
         }
-        log::warn("bets: " + db::describe(lines.error()));
+        log::warn("bets: " + db::describe(page.error()));
         co_return bets::render_busy(id_of(message), read_busy);
     }
-    json list = json::array();
-    for (const auto& line : lines->lines) {
-        list.push_back(bets::render_bet_line(line));
-    }
-    co_return json{{"type", "bets"}, {"id", id_of(message)}, {"bets", std::move(list)}};
+    co_return bets::render_bets(id_of(message), *page);
 }
 
 }  // namespace
@@ -104,17 +181,17 @@ asio::awaitable<json> handle_bets(bets_endpoint_services s, std::int64_t account
 void add_bets_handlers(endpoint_handlers& handlers, bets_endpoint_services services) {
     endpoint_handler& place = handlers["place"];
     place.run = [services](const request_context& context, json message) {
-        return handle_place(services, context.claims.account_id, context.received_at,
-                            std::move(message));
+        return handle_place(services, context.claims.account_id, context.writes,
+                            context.received_at, std::move(message));
     };
     place.on_connection_loop = true;
     place.write_time = &services.metrics->stage(actors::placement_stage::write);
     place.total_time = &services.metrics->stage(actors::placement_stage::total);
     handlers["balance"] = [services](const request_context& context, json message) {
-        return handle_balance(services, context.claims.account_id, std::move(message));
+        return handle_balance(services, context, std::move(message));
     };
     handlers["bets"] = [services](const request_context& context, json message) {
-        return handle_bets(services, context.claims.account_id, std::move(message));
+        return handle_bets(services, context, std::move(message));
     };
 }
 

@@ -82,11 +82,9 @@ void add_peak(json& body, const actors::peak_history& history,
     }
 }
 
-asio::awaitable<http_response> get_diagnostics(db::pools* pools,
-                                               const governor_state_reader* governor,
-                                               const std::string* server_settings,
-                                               const actors::peak_history* history,
-                                               std::string query) {
+asio::awaitable<http_response> get_diagnostics(
+    db::pools* pools, const governor_state_reader* governor, const std::string* server_settings,
+    const actors::peak_history* history, const governor_state_reader* reads, std::string query) {
     json body;
     json by_name = json::object();
     for (const db::pool_stats& s : pools->stats()) {
@@ -127,6 +125,9 @@ asio::awaitable<http_response> get_diagnostics(db::pools* pools,
     if (!server_settings->empty()) {
         body["database"]["server_settings"] = json::parse(*server_settings, nullptr, false);
     }
+    if (*reads) {
+        body["reads"] = json::parse((*reads)(), nullptr, false);
+    }
     if (history != nullptr) {
         add_peak(body, *history, since_of(query));
     }
@@ -147,17 +148,19 @@ asio::awaitable<http_response> get_dashboard() {
 
 http_routes make_diagnostics_routes(db::pools& pools, governor_state_reader governor,
                                     std::string server_settings,
-                                    std::shared_ptr<const actors::peak_history> history) {
+                                    std::shared_ptr<const actors::peak_history> history,
+                                    governor_state_reader reads) {
     http_route route;
     route.name = "diagnostics";
     route.method = "GET";
     route.path = "/v1/diagnostics";
     route.auth = route_auth::admin;
-    route.handler = [p = &pools, g = std::make_shared<governor_state_reader>(std::move(governor)),
-                     s = std::make_shared<const std::string>(std::move(server_settings)),
-                     h = history](http_request request) {
-        return get_diagnostics(p, g.get(), s.get(), h.get(), std::move(request.query));
-    };
+    route.handler =
+        [p = &pools, g = std::make_shared<governor_state_reader>(std::move(governor)),
+         s = std::make_shared<const std::string>(std::move(server_settings)), h = history,
+         r = std::make_shared<governor_state_reader>(std::move(reads))](http_request request) {
+            return get_diagnostics(p, g.get(), s.get(), h.get(), r.get(), std::move(request.query));
+        };
     http_route dashboard;
     dashboard.name = "dashboard";
     dashboard.method = "GET";

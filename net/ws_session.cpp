@@ -318,8 +318,8 @@ private:
         bool failed = false;
         const endpoint_handler& handler = self->handlers_->find(message.type)->second;
         try {
-            const request_context context{self->claims_, self->id_, self->endpoint_,
-                                          self->executor_, received};
+            const request_context context{self->claims_,   self->id_, self->endpoint_,
+                                          self->executor_, received,  &self->writes_};
             if (handler.on_connection_loop || self->state_->on_main_loop()) {
                 reply = co_await handler.run(context, std::move(message.body));
             } else {
@@ -361,6 +361,7 @@ private:
     ws_endpoint endpoint_;
     token::claims claims_;
     std::uint64_t id_;
+    session_writes writes_;  ///< what this session placed, for its own reads
     const endpoint_handlers* handlers_;
     std::size_t inflight_max_;
 

@@ -37,6 +37,12 @@ int audit_command(const config& cfg, const std::vector<std::string>& args);
 /// the --keep round failed; 2: usage error, or the database could not be reached.
 int partitions_command(const config& cfg, const std::vector<std::string>& args);
 
+/// Runs the read model's projector until it caught up, or rebuilds the read model from the write
+/// tables, or checks it against them (`fulltime project [--rebuild | --verify] [--json]`). Exit
+/// status 0; 1: --verify found a disagreement; 2: usage error, or the database could not be
+/// reached or did not answer.
+int project_command(const config& cfg, const std::vector<std::string>& args);
+
 /// Asks a running engine (the configured listen address, or --url) for GET /v1/diagnostics and
 /// prints the verdict, its evidence and the newest samples (`fulltime diagnose [--url URL]
 /// [--json] [--samples N]`). Exit status 0: quiet (or too few samples yet); 1: a mechanism is

@@ -60,9 +60,15 @@ database_target open_database_target(const config& cfg) {
         log::info("using the database at " + redact_conninfo(t.conninfo));
     }
     check_reachable(t.conninfo, cfg.database.connect_timeout_ms);
-    t.read_conninfo = cfg.database.read_url.empty() ? t.conninfo : cfg.database.read_url;
-    if (t.read_conninfo != t.conninfo) {
-        check_reachable(t.read_conninfo, cfg.database.connect_timeout_ms);
+    // A standby that cannot be reached now is not a reason not to start: reads go to the
+    // primary until it answers (db/read_router.hpp).
+    t.standby_conninfo = cfg.database.read_url;
+    if (!t.standby_conninfo.empty()) {
+        try {
+            check_reachable(t.standby_conninfo, cfg.database.connect_timeout_ms);
+        } catch (const std::exception& e) {
+            log::warn(std::string("standby: ") + e.what() + "; reads use the primary meanwhile");
+        }
     }
     return t;
 }

@@ -12,12 +12,13 @@ namespace fulltime::app {
 /// Holds the conninfo to use and, when no URL is configured, the cluster started for it.
 struct database_target {
     std::string conninfo;
-    std::string read_conninfo;
+    std::string standby_conninfo;  ///< database.read_url: empty without a standby
     std::optional<embedded_cluster> cluster;
 };
 
 /// Resolves the database: starts the embedded cluster when database.url is empty, then checks
-/// that the server answers within connect_timeout_ms. Throws std::runtime_error with one line
+/// that the server answers within connect_timeout_ms (a standby that does not answer is logged,
+/// not fatal). Throws std::runtime_error with one line
 /// ("cannot reach the database at host=...: connection refused") otherwise.
 database_target open_database_target(const config& cfg);
 

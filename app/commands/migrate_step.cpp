@@ -63,8 +63,7 @@ boost::asio::awaitable<std::string> check_server_settings(boost::asio::any_io_ex
     const auto& d = cfg.database;
     db::engine_sessions engine{
         d.session_timeouts, d.idle_in_transaction_timeout_ms, d.statement_timeout_ms,
-        d.placement.size_max + d.settlement.size_max + d.background.size_max +
-            (d.read_url.empty() ? d.read.size_max : 0)};
+        d.placement.size_max + d.settlement.size_max + d.background.size_max + d.read.size_max};
     const auto warnings = db::judge_server_settings(*settings, engine);
     for (const auto& w : warnings) {
         log::warn("server settings: " + w);

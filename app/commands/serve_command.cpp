@@ -7,6 +7,7 @@
 #include "fulltime/actors/partition_keeper.hpp"
 #include "fulltime/actors/peak_sampler.hpp"
 #include "fulltime/actors/placement.hpp"
+#include "fulltime/actors/projector.hpp"
 #include "fulltime/actors/reconciliation.hpp"
 #include "fulltime/actors/reservation_sweeper.hpp"
 #include "fulltime/actors/runtime.hpp"
@@ -15,11 +16,13 @@
 #include "fulltime/core/metrics.hpp"
 #include "fulltime/core/resources.hpp"
 #include "fulltime/db/pool.hpp"
+#include "fulltime/db/read_router.hpp"
 #include "fulltime/net/bets_endpoint.hpp"
 #include "fulltime/net/diagnostics_routes.hpp"
 #include "fulltime/net/feed_endpoint.hpp"
 #include "fulltime/net/market_routes.hpp"
 #include "fulltime/net/operator_routes.hpp"
+#include "fulltime/net/read_metrics.hpp"
 #include "fulltime/net/reconciliation_routes.hpp"
 #include "fulltime/net/server.hpp"
 #include "fulltime/net/settlement_pushes.hpp"
@@ -33,6 +36,7 @@
 #include <boost/asio/use_future.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <csignal>
 #include <iterator>
@@ -51,7 +55,8 @@ boost::asio::awaitable<void> watch_signals(
     actors::placement_service& placement, actors::settlement_service& settlement,
     actors::reservation_sweeper& sweeper, actors::partition_keeper* keeper,
     actors::reconciliation_service& reconciliation, actors::peak_sampler& sampler,
-    std::shared_ptr<bool> pushes_stop, db::pools& pools, std::int64_t deadline_ms) {
+    std::shared_ptr<bool> pushes_stop, std::shared_ptr<std::atomic<bool>> reads_stop,
+    db::pools& pools, std::int64_t deadline_ms) {
     auto [ec, signal_number] =
         co_await signals.async_wait(boost::asio::as_tuple(boost::asio::use_awaitable));
     if (ec) {
@@ -77,6 +82,7 @@ boost::asio::awaitable<void> watch_signals(
     }
     sampler.stop();
     *pushes_stop = true;
+    reads_stop->store(true);
     pools.close();
     signals.cancel();
 }
@@ -116,8 +122,8 @@ int serve_command(const config& cfg) {
 
     metrics::registry registry;
     const auto executors = loops.executors();
-    db::pools pools =
-        db::pools::make(executors, cfg.database, target.conninfo, target.read_conninfo);
+    db::pools pools = db::pools::make(executors, cfg.database, target.conninfo,
+                                      target.standby_conninfo, cfg.placement.synchronous_commit);
     actors::runtime actor_runtime(cfg.actors);
     actors::placement_metrics placement_metrics(registry);
     std::vector<actors::placement_loop> placement_loops;
@@ -153,7 +159,18 @@ int serve_command(const config& cfg) {
     services.metrics = &registry;
     services.token_secret = secret;
     services.migrations = resources::migrations();
-    net::add_bets_handlers(services.bets, {&placement, &placement_metrics, pools.read.get()});
+    // Reads: the primary's read pool, and the standby's when database.read_url is set.
+    db::read_router reads(*pools.read, pools.standby.get(),
+                          {std::chrono::milliseconds(cfg.read.sample_interval_ms),
+                           std::chrono::milliseconds(cfg.read.ryw_wait_ms)});
+    net::add_read_metrics(registry, reads);
+    auto& reads_behind = registry.make_counter(
+        "fulltime_reads_behind_own_write_total",
+        "bets reads answered from the write tables because the read model had not yet caught up "
+        "with the session's own placement within read.ryw_wait_ms.");
+    actors::projector_metrics projector_metrics(registry);
+    net::add_bets_handlers(services.bets,
+                           {&placement, &placement_metrics, &reads, cfg.read, &reads_behind});
     // A stored result event wakes its market's settlement actor at once (the periodic scan is
     // the safety net).
     auto feed = net::make_feed_endpoint(
@@ -165,7 +182,8 @@ int serve_command(const config& cfg) {
     std::ranges::move(
         net::make_diagnostics_routes(
             pools, [&settlement_metrics] { return settlement_metrics.governor_json(); },
-            std::move(server_settings), sampler.history()),
+            std::move(server_settings), sampler.history(),
+            [&reads] { return net::read_state_json(reads); }),
         std::back_inserter(services.routes));
     std::ranges::move(net::make_reconciliation_routes(pools, reconciliation),
                       std::back_inserter(services.routes));
@@ -190,12 +208,23 @@ int serve_command(const config& cfg) {
                                    std::move(push_settings), pushes_stop),
         boost::asio::detached);
 
+    // The read side's loops: the router's sampler, and the projector unless this engine runs
+    // none (read.projector_interval_ms = 0: another process projects). Both stop with the pushes.
+    auto reads_stop = std::make_shared<std::atomic<bool>>(false);
+    boost::asio::co_spawn(ioc, reads.sample(reads_stop), boost::asio::detached);
+    if (cfg.read.projector_interval_ms > 0) {
+        boost::asio::co_spawn(
+            ioc, actors::run_projector(*pools.background, cfg.read, projector_metrics, reads_stop),
+            boost::asio::detached);
+    }
+
     boost::asio::signal_set signals(ioc, SIGINT, SIGTERM);
-    boost::asio::co_spawn(ioc,
-                          watch_signals(ioc, signals, gateway, placement, settlement, sweeper,
-                                        keeper ? &*keeper : nullptr, reconciliation, sampler,
-                                        pushes_stop, pools, cfg.gateway.shutdown_deadline_ms),
-                          boost::asio::detached);
+    boost::asio::co_spawn(
+        ioc,
+        watch_signals(ioc, signals, gateway, placement, settlement, sweeper,
+                      keeper ? &*keeper : nullptr, reconciliation, sampler, pushes_stop, reads_stop,
+                      pools, cfg.gateway.shutdown_deadline_ms),
+        boost::asio::detached);
     ioc.run();
 
     // After a second signal the main loop stopped mid-drain: nothing runs on it any more, so

@@ -73,6 +73,25 @@ BEGIN
             USING ERRCODE = '22023';
     END IF;
 
+    -- Nothing to read: answer without locking. The lock below writes (a row lock takes a
+    -- transaction id and logs a record), and an idle projector polls every
+    -- read.projector_interval_ms; each such page's own transaction id would also move the next
+    -- page's xmin, so the horizon's update would write again at every poll. A reader's own write
+    -- always left an outbox row, and the page that applies it moves the horizon past it, so an
+    -- idle horizon that stays put hides nothing from anyone.
+    SELECT c.last_xact_id, c.last_outbox_id INTO v_after_xact, v_after_id
+    FROM outbox_cursors c
+    WHERE c.consumer = p_consumer;
+    IF FOUND AND NOT EXISTS (
+        SELECT 1 FROM outbox o
+        WHERE (o.xact_id, o.outbox_id) > (v_after_xact, v_after_id)
+          AND o.xact_id < pg_snapshot_xmin(pg_current_snapshot())) THEN
+        rows := 0;
+        caught_up := true;
+        SELECT p.consumed_below INTO consumed_below FROM projections p WHERE p.name = p_consumer;
+        RETURN;
+    END IF;
+
     SELECT c.last_xact_id, c.last_outbox_id INTO v_after_xact, v_after_id
     FROM outbox_cursors c
     WHERE c.consumer = p_consumer

@@ -244,6 +244,15 @@ inline constexpr std::int64_t history_close_grace_s_max = 7LL * 24 * 3600;
 /// catches up over several rounds instead of holding its connection for all of them.
 inline constexpr int history_steps_per_round_max = 12;
 
+/// The read side (docs/architecture.md, "Reads"). The engine samples the primary's WAL position
+/// and the standby's replay at most this often, keeps the primary's samples of the last
+/// read_lsn_samples_max intervals (a standby further behind than that is as stale as the
+/// oldest), and polls a standby (or the projector's horizon) for a session's own write at this
+/// step while it waits.
+inline constexpr std::int64_t read_sample_interval_ms_min = 10;
+inline constexpr std::size_t read_lsn_samples_max = 4096;
+inline constexpr std::int64_t read_ryw_poll_ms = 2;
+
 // --- Reconciliation ----------------------------------------------------------------------------
 
 /// Longest configurable pause between scheduled reconciliation runs (7 days).

@@ -2,6 +2,7 @@
 
 #include "fulltime/actors/partition_keeper.hpp"
 #include "fulltime/actors/placement.hpp"
+#include "fulltime/actors/projector.hpp"
 #include "fulltime/actors/reconciliation.hpp"
 #include "fulltime/actors/reservation_sweeper.hpp"
 #include "fulltime/actors/runtime.hpp"
@@ -9,6 +10,7 @@
 #include "fulltime/core/metrics.hpp"
 #include "fulltime/core/resources.hpp"
 #include "fulltime/db/pool.hpp"
+#include "fulltime/db/read_router.hpp"
 #include "fulltime/net/bets_endpoint.hpp"
 #include "fulltime/net/feed_endpoint.hpp"
 #include "fulltime/net/market_routes.hpp"
@@ -18,6 +20,8 @@
 #include "support/pg_support.hpp"
 #include "support/test_config.hpp"
 
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 
 #include <doctest/doctest.h>
@@ -58,6 +62,12 @@ struct engine::impl {
     std::unique_ptr<actors::reservation_sweeper> sweeper;
     std::unique_ptr<actors::history_metrics> history_metrics;
     std::unique_ptr<actors::partition_keeper> keeper;
+    // The read side: the router over the read (and standby) pools, and the projector's loop,
+    // which runs whenever the gateway serves bets.
+    std::unique_ptr<db::read_router> reads;
+    metrics::counter* reads_behind = nullptr;
+    std::unique_ptr<actors::projector_metrics> projector_metrics;
+    std::shared_ptr<std::atomic<bool>> reads_stop = std::make_shared<std::atomic<bool>>(false);
     std::unique_ptr<net::server> server;
     std::thread thread;
     bool server_shut_down = false;
@@ -77,8 +87,8 @@ struct engine::impl {
         s.token_secret = token_secret;
         s.migrations = resources::migrations();
         if (placement) {
-            net::add_bets_handlers(s.bets,
-                                   {placement.get(), placement_metrics.get(), pools.read.get()});
+            net::add_bets_handlers(s.bets, {placement.get(), placement_metrics.get(), reads.get(),
+                                            cfg.read, reads_behind});
         }
         if (parts.feed) {
             net::result_event_hook hook = parts.on_result_event;
@@ -128,6 +138,7 @@ struct engine::impl {
         if (self->keeper) {
             self->keeper->stop();
         }
+        self->reads_stop->store(true);
         self->pools.close();
         co_return true;
     }
@@ -151,7 +162,14 @@ engine::engine(const engine_parts& parts, const std::function<void(config&)>& co
     if (parts.pools) {
         const auto& url = parts.pools_url.empty() ? m.db.url() : parts.pools_url;
         const boost::asio::any_io_executor loop = m.ioc.get_executor();
-        m.pools = db::pools::make({&loop, 1}, m.cfg.database, url, url);
+        m.pools = db::pools::make({&loop, 1}, m.cfg.database, url, m.cfg.database.read_url,
+                                  m.cfg.placement.synchronous_commit);
+        m.reads = std::make_unique<db::read_router>(
+            *m.pools.read, m.pools.standby.get(),
+            db::read_router_settings{std::chrono::milliseconds(m.cfg.read.sample_interval_ms),
+                                     std::chrono::milliseconds(m.cfg.read.ryw_wait_ms)});
+        m.reads_behind = &m.registry.make_counter("fulltime_reads_behind_own_write_total",
+                                                  "bets reads answered from the write tables.");
     }
     m.thread = std::thread([&ioc = m.ioc] { ioc.run(); });
     bool migrated = true;
@@ -183,6 +201,14 @@ engine::engine(const engine_parts& parts, const std::function<void(config&)>& co
                 m.reconciliation = std::make_unique<actors::reconciliation_service>(
                     m.runtime->system(), m.ioc.get_executor(), *m.pools.background, m.cfg,
                     *m.reconciliation_metrics);
+            }
+            if (parts.gateway && parts.placement && m.cfg.read.projector_interval_ms > 0) {
+                m.projector_metrics = std::make_unique<actors::projector_metrics>(m.registry);
+                asio::co_spawn(m.ioc,
+                               actors::run_projector(*m.pools.background, m.cfg.read,
+                                                     *m.projector_metrics, m.reads_stop),
+                               asio::detached);
+                asio::co_spawn(m.ioc, m.reads->sample(m.reads_stop), asio::detached);
             }
             if (parts.gateway) {
                 m.server = std::make_unique<net::server>(m.ioc, m.make_services(parts));

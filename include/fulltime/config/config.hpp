@@ -21,7 +21,7 @@ struct pool_settings {
 /// Holds settings shared by every database connection.
 struct database_settings {
     std::string url;       ///< libpq conninfo or URI; empty: embedded cluster
-    std::string read_url;  ///< for the `read` pool; empty: same as url
+    std::string read_url;  ///< a hot standby for the `standby` pool; empty: none
     std::int64_t connect_timeout_ms = 0;
     std::int64_t statement_timeout_ms = 0;  ///< every pool session's, and per transaction
     /// idle_in_transaction_session_timeout of every pool session; 0 leaves the server's.
@@ -35,7 +35,8 @@ struct database_settings {
     bool prepared_statements = true;
     pool_settings placement;
     pool_settings settlement;
-    pool_settings read;
+    pool_settings read;     ///< reads on the primary
+    pool_settings standby;  ///< reads on read_url, when set
     pool_settings background;
 };
 
@@ -76,6 +77,9 @@ struct placement_settings {
     std::size_t purge_batch_max = 0;           ///< keys deleted per purge transaction
     std::int64_t purge_interval_ms = 0;        ///< pause between purge rounds
     std::int64_t purge_lock_timeout_ms = 50;   ///< SET LOCAL lock_timeout of a purge transaction
+    /// The placement sessions' synchronous_commit ("": the server's). "remote_apply" makes a
+    /// placement's commit wait until the synchronous standbys applied it (docs/config.md).
+    std::string synchronous_commit;
 };
 
 /// Holds settings of the settlement path.
@@ -169,6 +173,28 @@ struct market_defaults {
 };
 
 /// Holds the whole configuration, validated.
+/// Holds settings of the read side (docs/architecture.md, "Reads"): where the bettor's reads go,
+/// what staleness each accepts, read-your-writes, and the projector of the read model.
+struct read_settings {
+    /// The most a standby may be behind the primary for a read to go there (0: the primary only).
+    std::int64_t balance_staleness_ms = 0;
+    std::int64_t bets_staleness_ms = 0;
+    /// Where `bets` reads: "read_model" (bet_views) or "write_tables" (bets + bet_settlements).
+    std::string bets_source;
+    /// Whether a session's reads see its own placements (by commit LSN and projection horizon).
+    bool read_your_writes = true;
+    /// How long a read waits on the standby (or for the projector) to pass the session's own
+    /// write before it goes to the primary (or to the write tables).
+    std::int64_t ryw_wait_ms = 0;
+    /// Every this often the engine samples the primary's WAL position and the standby's replay.
+    std::int64_t sample_interval_ms = 0;
+    /// The projector: its pause between pages once caught up (0: this engine runs none), its
+    /// page size and its row in outbox_cursors.
+    std::int64_t projector_interval_ms = 0;
+    std::size_t projector_page_rows_max = 0;
+    std::string projector_consumer;
+};
+
 struct config {
     std::string state_dir;
     std::string token_secret;  ///< empty: read or create <state_dir>/token_secret
@@ -184,6 +210,7 @@ struct config {
     reservation_settings reservations;
     reconcile_settings reconcile;
     history_settings history;
+    read_settings read;
     diagnostics_settings diagnostics;
     market_defaults markets;
 };

@@ -127,6 +127,11 @@ struct place_result {
     placed_bet bet;
     std::string code;     ///< refusal code (docs/protocol.md's list)
     std::string message;  ///< refusal message, decimals as strings
+    /// What the session's later reads must see (read-your-writes; never sent to the client):
+    /// the id of the transaction that wrote this placement, and the primary's WAL position
+    /// right after its commit (0: not known, or nothing was written).
+    std::uint64_t xid = 0;
+    std::uint64_t commit_lsn = 0;
 };
 
 /// Builds the result of `SELECT outcome, response FROM fulltime_place(...)`: outcome is placed,

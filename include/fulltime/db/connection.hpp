@@ -47,9 +47,13 @@ struct session_options {
     /// jit_above_cost even for small joins; `fulltime audit` spent 70 ms a statement compiling
     /// on a database of 90 bets.
     std::optional<bool> jit;
+    /// The session's synchronous_commit ("": the server's), e.g. remote_apply for placements
+    /// that a standby must have applied before they answer.
+    std::string synchronous_commit;
 };
 
-/// Returns the libpq `options` value that sets `s`'s timeouts and JIT ("-c name=value ...").
+/// Returns the libpq `options` value that sets `s`'s timeouts, JIT and synchronous_commit
+/// ("-c name=value ...").
 std::string startup_options(const session_options& s);
 
 /// Wraps one libpq connection.

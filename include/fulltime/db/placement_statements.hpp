@@ -52,6 +52,7 @@ struct place_group_row {
     std::int32_t item = 0;
     std::string_view outcome;
     std::string_view response;
+    std::uint64_t xid = 0;  ///< the transaction's id when it wrote; 0 when it wrote nothing
 };
 
 /// Holds the rows of one fulltime_place_group call. Rows are read one at a time, so that a row
@@ -81,6 +82,10 @@ boost::asio::awaitable<outcome<place_group_rows>> place_group(connection& conn,
                                                               std::int64_t lock_timeout_ms,
                                                               std::int64_t shard_hint,
                                                               std::chrono::milliseconds timeout);
+
+/// Returns the primary's WAL insert position, read on `conn` right after a placement committed
+/// there: a standby that has replayed up to it shows that placement (read-your-writes).
+boost::asio::awaitable<outcome<std::uint64_t>> read_commit_lsn(connection& conn);
 
 /// Deletes at most `batch_max` idempotency keys older than `retention_s` seconds, oldest first,
 /// in one short transaction with `options`' timeouts. Returns the number of keys deleted; fewer

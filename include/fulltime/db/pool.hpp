@@ -104,7 +104,9 @@ private:
 };
 
 /// Holds the pools of the engine: the placement pool, split over the event-loop threads, and the
-/// settlement, read and background pools of thread 0.
+/// settlement, read, standby and background pools of thread 0. `read` is on the primary;
+/// `standby`, on database.read_url, exists only when that is set (db/read_router.hpp decides
+/// which of the two a read uses).
 struct pools {
     /// One per event-loop thread, made with that thread's executor: a placement actor borrows
     /// from the pool of its own thread. Together they open at most
@@ -112,17 +114,22 @@ struct pools {
     std::vector<std::unique_ptr<pool>> placement;
     std::unique_ptr<pool> settlement;
     std::unique_ptr<pool> read;
+    std::unique_ptr<pool> standby;  ///< null without a standby
     std::unique_ptr<pool> background;
 
     /// Creates the pools from the settings: one placement pool per executor of `threads` (one
-    /// per event-loop thread, at least one), the others on threads[0]. `read` uses
-    /// settings.read_url when it is set.
+    /// per event-loop thread, at least one), the others on threads[0]. `standby` is made on
+    /// `standby_conninfo` when it is not empty. The placement sessions run with
+    /// synchronous_commit = `placement_commit` when it is not empty (and the pools send startup
+    /// options: database.session_timeouts).
     static pools make(std::span<const boost::asio::any_io_executor> threads,
                       const database_settings& settings, const std::string& primary_conninfo,
-                      const std::string& read_conninfo);
+                      const std::string& standby_conninfo = {},
+                      const std::string& placement_commit = {});
 
     /// Returns a snapshot of each pool's figures, the placement pools summed into one entry
-    /// named "placement", in a fixed order (placement, settlement, read, background). Callable
+    /// named "placement", in a fixed order (placement, settlement, read, standby when there is
+    /// one, background). Callable
     /// from any thread.
     std::vector<pool_stats> stats() const;
 

@@ -32,6 +32,12 @@ boost::asio::awaitable<outcome<projection_step>> project_page(connection& conn,
                                                               std::string consumer,
                                                               std::int64_t rows_max);
 
+/// Returns whether `consumer`'s horizon passed transaction `xid` (an xid8's 64 bits): every outbox
+/// row that transaction wrote is in the read model, as this connection's server shows it (a
+/// standby: as of its replay). False when the projector has no projections row.
+boost::asio::awaitable<outcome<bool>> projection_passed(connection& conn, std::string consumer,
+                                                        std::uint64_t xid);
+
 /// Holds what a rebuild wrote.
 struct rebuild_report {
     std::int64_t bets_projected = 0;  ///< bet_views rows written from the write tables

@@ -1,9 +1,11 @@
 #pragma once
 /// The /v1/bets message handlers (docs/protocol.md): `place` is validated without the
 /// database, fingerprinted and handed to a placement actor; `balance` and `bets` are answered
-/// from the `read` pool (the primary, for now). The token's account is the only account a
-/// session acts on.
+/// through the read router (the standby when it serves the read, else the primary:
+/// db/read_router.hpp), `bets` from the read model unless read.bets_source says the write
+/// tables. The token's account is the only account a session acts on.
 
+#include "fulltime/config/config.hpp"
 #include "fulltime/net/endpoint_handlers.hpp"
 
 namespace fulltime::actors {
@@ -12,8 +14,12 @@ struct placement_metrics;
 }  // namespace fulltime::actors
 
 namespace fulltime::db {
-class pool;
+class read_router;
 }  // namespace fulltime::db
+
+namespace fulltime::metrics {
+class counter;
+}  // namespace fulltime::metrics
 
 namespace fulltime::net {
 
@@ -21,7 +27,11 @@ namespace fulltime::net {
 struct bets_endpoint_services {
     actors::placement_service* placement = nullptr;
     actors::placement_metrics* metrics = nullptr;
-    db::pool* read = nullptr;  ///< must belong to the io_context the gateway runs on
+    db::read_router* reads = nullptr;  ///< must belong to the main loop
+    read_settings reads_settings;
+    /// `bets` reads the projector had not passed the session's own write in time for, answered
+    /// from the write tables.
+    metrics::counter* reads_behind = nullptr;
 };
 
 /// Registers the `place`, `balance` and `bets` handlers in `handlers`.

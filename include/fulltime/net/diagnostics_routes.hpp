@@ -30,9 +30,11 @@ using governor_state_reader = std::function<std::string()>;
 
 /// Returns the diagnostics route and GET /dashboard (admin token: Authorization or ?token=),
 /// the page that plots GET /v1/diagnostics live. `pools` must outlive the gateway; `governor`
-/// may be empty; without `history` (no sampler) the document has no verdict and no series.
+/// may be empty; without `history` (no sampler) the document has no verdict and no series;
+/// `reads`, when set, gives the "reads" member (net/read_metrics.hpp).
 http_routes make_diagnostics_routes(db::pools& pools, governor_state_reader governor = {},
                                     std::string server_settings = {},
-                                    std::shared_ptr<const actors::peak_history> history = {});
+                                    std::shared_ptr<const actors::peak_history> history = {},
+                                    governor_state_reader reads = {});
 
 }  // namespace fulltime::net
