@@ -638,8 +638,16 @@ TEST_CASE("balance and bets answer from the primary for the token's account") {
     CHECK(r["bets"][0]["account_id"] == 1);
     r = request(c, json{{"type", "bets"}, {"id", "l"}, {"limit", 2}, {"status", "open"}});
     CHECK(r["bets"].size() == 2);
+    // A full page says where the next starts; the last page says there is none.
+    REQUIRE(r["next_before"].is_number_integer());
+    CHECK(r["next_before"] == r["bets"][1]["bet_id"]);
+    r = request(
+        c, json{{"type", "bets"}, {"id", "l"}, {"status", "open"}, {"before", r["next_before"]}});
+    CHECK(r["bets"].size() == 3);
+    CHECK(r["next_before"].is_null());
     r = request(c, json{{"type", "bets"}, {"id", "l"}, {"status", "settled"}});
-    CHECK(r == json{{"type", "bets"}, {"id", "l"}, {"bets", json::array()}});
+    CHECK(r ==
+          json{{"type", "bets"}, {"id", "l"}, {"bets", json::array()}, {"next_before", nullptr}});
     auto none = open_bets(e.port(), 77);
     r = request(none, json{{"type", "balance"}, {"id", 1}});
     CHECK(r["code"] == "invalid_request");

@@ -473,6 +473,11 @@ namespace {
 awaitable<void> busy_and_missing(std::string url) {
     auto holder = co_await open_connection(url);
     auto conn = co_await open_connection(url);
+    // A row to read (a batch that settled nothing): with none, a page answers caught up without
+    // taking the lock at all.
+    FT_AWAIT_OK(
+        co_await conn->query("INSERT INTO outbox (topic, account_id, payload) VALUES "
+                             "('settlement_batch', NULL, '{\"settlements\": []}')"));
     // Another writer (a projector's page, a rebuild) holds the cursor: the page returns at once.
     FT_AWAIT_OK(co_await holder->query("BEGIN"));
     FT_AWAIT_OK(co_await holder->query(
@@ -485,7 +490,14 @@ awaitable<void> busy_and_missing(std::string url) {
     FT_AWAIT_OK(co_await holder->query("ROLLBACK"));
     auto free = co_await db::project_page(*conn, projector, 10);
     FT_REQUIRE_OK(free);
+    CHECK(free->rows == 1);
     CHECK(free->caught_up);
+    // Idle: nothing after the cursor, so no lock and no write (the horizon stays).
+    auto idle = co_await db::project_page(*conn, projector, 10);
+    FT_REQUIRE_OK(idle);
+    CHECK(idle->rows == 0);
+    CHECK(idle->caught_up);
+    CHECK(idle->consumed_below == free->consumed_below);
 
     // A consumer without a cursor is refused: a cursor made at the tail would skip what the read
     // model never got.
