@@ -11,8 +11,6 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
-#include <cstdlib>
-#include <mutex>
 
 namespace fulltime::db {
 
@@ -27,18 +25,6 @@ constexpr const char* primary_lsn_sql = "SELECT pg_current_wal_insert_lsn()::tex
 constexpr const char* replay_lsn_sql = "SELECT pg_last_wal_replay_lsn()::text";
 
 constexpr std::int64_t unknown = -1;
-
-// The primary's standbys and slots, for /metrics and /v1/diagnostics. Without pg_monitor (or
-// superuser) the other roles' walsenders show no positions: the rows then carry NULLs.
-constexpr const char* replication_sql =
-    "SELECT application_name, state, replay_lsn::text, extract(epoch FROM replay_lag)::float8 "
-    "FROM pg_stat_replication ORDER BY application_name, pid";
-constexpr const char* slots_sql =
-    "SELECT slot_name::text, active, wal_status, safe_wal_size FROM pg_replication_slots "
-    "WHERE slot_type = 'physical' ORDER BY slot_name";
-
-// The replication views are read every this many samples.
-constexpr int replication_every = 10;
 
 std::int64_t ticks(steady::time_point t) {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
@@ -110,11 +96,6 @@ struct read_router::state {
     std::deque<lsn_sample> samples;
     std::uint64_t replay = 0;  ///< highest replay position seen on the standby
     bool warned_not_standby = false;
-    int rounds = 0;
-
-    mutable std::mutex views_mutex;
-    std::vector<replication_row> replication;  ///< guarded by views_mutex
-    std::vector<slot_row> slots;               ///< guarded by views_mutex
 
     // Read by stats() from any thread.
     std::atomic<bool> standby_up{false};
@@ -259,54 +240,10 @@ void read_router::note_standby_failure(const failure& f) {
     log::debug("standby: read failed, running it on the primary: " + describe(f));
 }
 
-namespace {
-
-std::string text_or_empty(const result& rows, int row, int col) {
-    return std::string(rows.text(row, col));
-}
-
-asio::awaitable<void> read_views(connection& conn, std::vector<replication_row>& replication,
-                                 std::vector<slot_row>& slots) {
-    if (auto rows = co_await conn.query(replication_sql); rows && rows->columns() == 4) {
-        for (int i = 0; i < rows->rows(); ++i) {
-            replication_row r;
-            r.application_name = text_or_empty(*rows, i, 0);
-            r.state = text_or_empty(*rows, i, 1);
-            r.replay_lsn = parse_lsn(rows->text(i, 2)).value_or(0);
-            if (!rows->is_null(i, 3)) {
-                r.replay_lag_s = std::strtod(text_or_empty(*rows, i, 3).c_str(), nullptr);
-            }
-            replication.push_back(std::move(r));
-        }
-    }
-    if (auto rows = co_await conn.query(slots_sql); rows && rows->columns() == 4) {
-        for (int i = 0; i < rows->rows(); ++i) {
-            slot_row r;
-            r.slot_name = text_or_empty(*rows, i, 0);
-            r.active = rows->text(i, 1) == "t";
-            r.wal_status = text_or_empty(*rows, i, 2);
-            if (auto size = rows->get<std::optional<std::int64_t>>(i, 3); size) {
-                r.safe_wal_size = *size;
-            }
-            slots.push_back(std::move(r));
-        }
-    }
-}
-
-}  // namespace
-
 asio::awaitable<void> read_router::sample_once() {
     state& s = *state_;
     const auto sent = steady::now();
     if (auto conn = co_await s.primary.acquire(); conn) {
-        if (s.rounds++ % replication_every == 0) {
-            std::vector<replication_row> replication;
-            std::vector<slot_row> slots;
-            co_await read_views(**conn, replication, slots);
-            const std::lock_guard lock(s.views_mutex);
-            s.replication = std::move(replication);
-            s.slots = std::move(slots);
-        }
         auto rows = co_await (*conn)->query(primary_lsn_sql);
         auto text = rows ? rows->get<std::string>(0, 0) : outcome<std::string>(rows.error());
         if (auto lsn = text ? parse_lsn(*text) : std::nullopt; lsn) {
@@ -366,9 +303,6 @@ read_router_stats read_router::stats() const {
     for (std::size_t i = 0; i < static_cast<std::size_t>(read_route::count_); ++i) {
         out.routed[i] = s.routed[i].load(std::memory_order_relaxed);
     }
-    const std::lock_guard lock(s.views_mutex);
-    out.replication = s.replication;
-    out.slots = s.slots;
     return out;
 }
 

@@ -59,39 +59,6 @@ void add_read_metrics(metrics::registry& registry, const db::read_router& router
             sample(out, "fulltime_standby_sample_failures_total", "",
                    static_cast<double>(s.sample_failures));
         }
-        if (!s.replication.empty()) {
-            header(out, "fulltime_replication_replay_lag_seconds",
-                   "pg_stat_replication.replay_lag per standby of the primary (0 when idle).",
-                   "gauge");
-            for (const auto& r : s.replication) {
-                sample(out, "fulltime_replication_replay_lag_seconds",
-                       metrics::label("application_name", r.application_name) + "," +
-                           metrics::label("state", r.state),
-                       r.replay_lag_s.value_or(0.0));
-            }
-        }
-        if (!s.slots.empty()) {
-            header(out, "fulltime_replication_slot_safe_wal_size_bytes",
-                   "pg_replication_slots.safe_wal_size: WAL the primary may still write before the "
-                   "slot is lost (-1: no bound, max_slot_wal_keep_size is unset).",
-                   "gauge");
-            for (const auto& slot : s.slots) {
-                sample(out, "fulltime_replication_slot_safe_wal_size_bytes",
-                       metrics::label("slot", slot.slot_name),
-                       slot.safe_wal_size ? static_cast<double>(*slot.safe_wal_size) : -1.0);
-            }
-            header(out, "fulltime_replication_slot_status",
-                   "1 for each physical slot's wal_status (reserved, extended, unreserved, lost) "
-                   "and whether it is active.",
-                   "gauge");
-            for (const auto& slot : s.slots) {
-                sample(out, "fulltime_replication_slot_status",
-                       metrics::label("slot", slot.slot_name) + "," +
-                           metrics::label("wal_status", slot.wal_status) + "," +
-                           metrics::label("active", slot.active ? "true" : "false"),
-                       1);
-            }
-        }
     });
 }
 
@@ -101,28 +68,7 @@ std::string read_state_json(const db::read_router& router) {
     for (std::size_t i = 0; i < static_cast<std::size_t>(db::read_route::count_); ++i) {
         routes[std::string(db::route_name(static_cast<db::read_route>(i)))] = s.routed[i];
     }
-    nlohmann::json replication = nlohmann::json::array();
-    for (const auto& r : s.replication) {
-        replication.push_back(
-            {{"application_name", r.application_name},
-             {"state", r.state},
-             {"replay_lsn", r.replay_lsn == 0 ? nlohmann::json(nullptr)
-                                              : nlohmann::json(db::format_lsn(r.replay_lsn))},
-             {"replay_lag_s",
-              r.replay_lag_s ? nlohmann::json(*r.replay_lag_s) : nlohmann::json(nullptr)}});
-    }
-    nlohmann::json slots = nlohmann::json::array();
-    for (const auto& slot : s.slots) {
-        slots.push_back({{"slot_name", slot.slot_name},
-                         {"active", slot.active},
-                         {"wal_status", slot.wal_status},
-                         {"safe_wal_size", slot.safe_wal_size ? nlohmann::json(*slot.safe_wal_size)
-                                                              : nlohmann::json(nullptr)}});
-    }
-    nlohmann::json j{{"standby", s.has_standby},
-                     {"routes", std::move(routes)},
-                     {"replication", std::move(replication)},
-                     {"slots", std::move(slots)}};
+    nlohmann::json j{{"standby", s.has_standby}, {"routes", std::move(routes)}};
     if (s.has_standby) {
         j["standby_up"] = s.standby_up;
         j["staleness_ms"] =

@@ -249,3 +249,36 @@ TEST_CASE("a missing config file is an error, not a silent default") {
     CHECK(error_of(std::string("/nonexistent/fulltime.json"), {}) ==
           "config: cannot read /nonexistent/fulltime.json");
 }
+
+TEST_CASE("the read side: defaults, the standby by its design name, and refused values") {
+    const auto defaults = load_config(std::nullopt, {});
+    CHECK(defaults.database.read_url.empty());
+    CHECK(defaults.read.bets_source == "read_model");
+    CHECK(defaults.read.read_your_writes);
+    CHECK(defaults.read.balance_staleness_ms == 1000);
+    CHECK(defaults.read.projector_consumer == "projector");
+    CHECK(defaults.placement.synchronous_commit.empty());
+
+    const auto standby = load_config(
+        std::nullopt, {{"FULLTIME_READ_DATABASE_URL", "host=/tmp/standby dbname=fulltime"},
+                       {"FULLTIME_PLACEMENT_SYNCHRONOUS_COMMIT", "remote_apply"},
+                       {"FULLTIME_READ_BETS_SOURCE", "write_tables"}});
+    CHECK(standby.database.read_url == "host=/tmp/standby dbname=fulltime");
+    CHECK(standby.placement.synchronous_commit == "remote_apply");
+    CHECK(standby.read.bets_source == "write_tables");
+
+    CHECK(error_of(std::nullopt, {{"FULLTIME_READ_BETS_SOURCE", "cache"}})
+              .find("'read.bets_source' must be read_model or write_tables, got 'cache'") !=
+          std::string::npos);
+    CHECK(error_of(std::nullopt, {{"FULLTIME_PLACEMENT_SYNCHRONOUS_COMMIT", "remote"}})
+              .find("'placement.synchronous_commit' must be empty") != std::string::npos);
+    CHECK(error_of(std::nullopt, {{"FULLTIME_READ_SAMPLE_INTERVAL_MS", "1"}})
+              .find("'read.sample_interval_ms' must be between 10") != std::string::npos);
+    CHECK(error_of(std::nullopt, {{"FULLTIME_READ_PROJECTOR_PAGE_ROWS_MAX", "10001"}})
+              .find("'read.projector_page_rows_max' must be between 1 and 10000") !=
+          std::string::npos);
+    CHECK(error_of(std::nullopt, {{"FULLTIME_READ_PROJECTOR_CONSUMER", ""}})
+              .find("'read.projector_consumer' must not be empty") != std::string::npos);
+    CHECK(error_of(std::nullopt, {{"FULLTIME_READ_PROJECTOR_CONSUMER", std::string(65, 'p')}})
+              .find("'read.projector_consumer' must be 1 to 64 characters") != std::string::npos);
+}

@@ -191,20 +191,24 @@ class StandbyReadsTest(EngineTestCase):
 
             asyncio.run(scenario())
 
-            # The primary's view of the standby and its slot, in /metrics and diagnostics.
+            # The primary's view of the standby and its slot (the peak sampler's), and the
+            # router's, in /metrics and /v1/diagnostics.
             text = self.wait_metric(engine, "the slot in /metrics", lambda t: re.search(
-                r'^fulltime_replication_slot_status\{slot="' + re.escape(self.standby.name)
-                + r'",wal_status="reserved",active="true"\} 1$', t, re.MULTILINE))
-            self.assertIsNotNone(metric(text, "fulltime_replication_slot_safe_wal_size_bytes",
+                r'^fulltime_db_replication_slot_wal_status\{slot="' + re.escape(self.standby.name)
+                + r'",status="reserved"\} 1$', t, re.MULTILINE))
+            self.assertIsNotNone(metric(text, "fulltime_db_replication_slot_safe_wal_size_bytes",
                                         f'slot="{self.standby.name}"'))
             status, diagnostics = engine.get_json(
                 "/v1/diagnostics", {"Authorization": "Bearer " + self.admin})
             self.assertEqual(status, 200, diagnostics)
             reads = diagnostics["reads"]
             self.assertTrue(reads["standby"])
-            self.assertIn(self.standby.name, [s["slot_name"] for s in reads["slots"]])
+            self.assertTrue(reads["standby_up"])
+            self.assertGreater(reads["routes"]["fresh"], 0)
             self.assertIn(self.standby.name,
-                          [r["application_name"] for r in reads["replication"]])
+                          [s["name"] for s in diagnostics["latest"]["slots"]])
+            self.assertIn(self.standby.name,
+                          [r["name"] for r in diagnostics["latest"]["replicas"]])
         finally:
             self.assertEqual(engine.stop(), 0, engine.log())
         assert_money_invariants(self, self.db_url)

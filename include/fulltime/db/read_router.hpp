@@ -37,7 +37,6 @@
 #include <string>
 #include <string_view>
 #include <utility>
-#include <vector>
 
 namespace fulltime::db {
 
@@ -79,23 +78,6 @@ struct read_router_settings {
     std::chrono::milliseconds ryw_wait{200};
 };
 
-/// Holds one row of the primary's pg_stat_replication: a standby streaming from it.
-struct replication_row {
-    std::string application_name;
-    std::string state;                   ///< streaming, catchup, ...
-    std::uint64_t replay_lsn = 0;        ///< 0: not reported
-    std::optional<double> replay_lag_s;  ///< the server's replay_lag; nullopt when idle
-};
-
-/// Holds one row of the primary's pg_replication_slots.
-struct slot_row {
-    std::string slot_name;
-    bool active = false;
-    std::string wal_status;  ///< reserved, extended, unreserved, lost
-    std::optional<std::int64_t>
-        safe_wal_size;  ///< bytes before the slot is lost; nullopt: no bound
-};
-
 /// Holds a snapshot of the router's state for metrics and diagnostics.
 struct read_router_stats {
     bool has_standby = false;
@@ -106,10 +88,6 @@ struct read_router_stats {
     std::uint64_t sample_failures = 0;     ///< standby samples that failed
     /// Reads per route, indexed by read_route.
     std::uint64_t routed[static_cast<std::size_t>(read_route::count_)] = {};
-    /// The primary's view of its standbys and slots (sampled about once a second; empty when the
-    /// engine's role may not read them: docs/config.md).
-    std::vector<replication_row> replication;
-    std::vector<slot_row> slots;
 };
 
 /// Routes reads between the primary's `read` pool and the `standby` pool.

@@ -1,8 +1,8 @@
 #pragma once
-/// The read side in /metrics and /v1/diagnostics (docs/diagnostics.md, "Reads"): where reads
-/// went and why (db/read_router.hpp), how far behind the standby is, and the primary's view of
-/// its standbys (pg_stat_replication's replay_lag) and physical slots (wal_status,
-/// safe_wal_size).
+/// The read side in /metrics and /v1/diagnostics (docs/architecture.md, "Reads"): where reads
+/// went and why (db/read_router.hpp) and how far behind the standby is, as the engine dates it.
+/// The primary's own view of its standbys (pg_stat_replication's replay_lag) and slots
+/// (wal_status, safe_wal_size) is the peak sampler's (docs/diagnostics.md).
 
 #include <string>
 
