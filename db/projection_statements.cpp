@@ -26,6 +26,11 @@ constexpr const char* passed_sql =
     "SELECT coalesce((SELECT consumed_below > $2::xid8 FROM projections WHERE name = $1::text), "
     "false)";
 
+constexpr const char* summary_sql =
+    "SELECT currency, bets, stake, open_bets, open_stake, settled_bets, payout, "
+    "to_char(updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"') "
+    "FROM market_views WHERE market_id = $1::bigint ORDER BY currency";
+
 constexpr const char* verify_sql =
     "SELECT kind, bet_id, market_id, expected, actual FROM fulltime_project_verify($1::text)";
 
@@ -74,6 +79,36 @@ asio::awaitable<outcome<bool>> projection_passed(connection& conn, std::string c
         co_return failure{errc::bad_result, {}, "unexpected projections row"};
     }
     co_return *passed;
+}
+
+asio::awaitable<outcome<std::vector<market_summary>>> read_market_summary(connection& conn,
+                                                                          std::int64_t market_id) {
+    auto rows = co_await conn.query(summary_sql, params(market_id));
+    if (!rows) {
+        co_return rows.error();
+    }
+    std::vector<market_summary> out;
+    for (int i = 0; i < rows->rows(); ++i) {
+        market_summary m;
+        auto currency = rows->get<std::string>(i, 0);
+        auto updated_at = rows->get<std::string>(i, 7);
+        std::int64_t* const counts[] = {&m.bets,       &m.stake,        &m.open_bets,
+                                        &m.open_stake, &m.settled_bets, &m.payout};
+        for (int c = 0; c < 6; ++c) {
+            auto value = rows->get<std::int64_t>(i, c + 1);
+            if (!value) {
+                co_return value.error();
+            }
+            *counts[c] = *value;
+        }
+        if (!currency || !updated_at) {
+            co_return failure{errc::bad_result, {}, "unexpected market_views row"};
+        }
+        m.currency = std::move(*currency);
+        m.updated_at = std::move(*updated_at);
+        out.push_back(std::move(m));
+    }
+    co_return out;
 }
 
 asio::awaitable<outcome<projection_step>> project_page(connection& conn, std::string consumer,

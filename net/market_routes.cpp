@@ -3,7 +3,10 @@
 #include "fulltime/config/config.hpp"
 #include "fulltime/core/feed_protocol.hpp"
 #include "fulltime/core/log.hpp"
+#include "fulltime/core/money.hpp"
 #include "fulltime/db/pool.hpp"
+#include "fulltime/db/projection_statements.hpp"
+#include "fulltime/db/read_router.hpp"
 #include "fulltime/db/reservation_statements.hpp"
 #include "fulltime/db/result_statements.hpp"
 #include "fulltime/limits.hpp"
@@ -27,6 +30,7 @@ constexpr std::string_view feed_markets_path = "/v1/feed/markets/";
 struct market_routes_state {
     const config* cfg = nullptr;
     db::pools* pools = nullptr;
+    db::read_router* reads = nullptr;
     std::function<void(std::int64_t)> on_stored;
 };
 
@@ -168,13 +172,52 @@ asio::awaitable<http_response> get_market_events(std::shared_ptr<market_routes_s
     co_return json_response(200, json{{"market_id", *market_id}, {"events", std::move(events)}});
 }
 
+// GET /v1/markets/{id}/summary: the read model's summary of the market (market_views), on the
+// standby when it is fresh enough for a history read (read.bets_staleness_ms).
+asio::awaitable<http_response> get_market_summary(std::shared_ptr<market_routes_state> st,
+                                                  http_request request) {
+    const auto id_text = id_between(request.path, markets_path, "summary");
+    if (!id_text) {
+        co_return json_error(404, "not_found", "no such resource: " + request.path.substr(0, 128));
+    }
+    const auto market_id = feed::parse_path_id(*id_text);
+    if (!market_id) {
+        co_return json_error(400, "invalid_request",
+                             "the market id in the path must be a positive integer");
+    }
+    const db::read_need need{std::chrono::milliseconds(st->cfg->read.bets_staleness_ms), 0};
+    db::read_target ran_on = db::read_target::primary;
+    const std::int64_t id = *market_id;
+    auto rows = co_await st->reads->run(
+        need, [id](db::connection& conn) { return db::read_market_summary(conn, id); }, &ran_on);
+    if (!rows) {
+        co_return failed(rows.error(), "market summary");
+    }
+    json currencies = json::array();
+    for (const auto& m : *rows) {
+        currencies.push_back({{"currency", m.currency},
+                              {"bets", m.bets},
+                              {"stake", money::format_amount(m.stake)},
+                              {"open_bets", m.open_bets},
+                              {"open_stake", money::format_amount(m.open_stake)},
+                              {"settled_bets", m.settled_bets},
+                              {"payout", money::format_amount(m.payout)},
+                              {"updated_at", m.updated_at}});
+    }
+    co_return json_response(
+        200, json{{"market_id", id},
+                  {"read_from", ran_on == db::read_target::standby ? "standby" : "primary"},
+                  {"currencies", std::move(currencies)}});
+}
+
 }  // namespace
 
-http_routes make_market_routes(const config& cfg, db::pools& pools,
+http_routes make_market_routes(const config& cfg, db::pools& pools, db::read_router& reads,
                                std::function<void(std::int64_t)> on_stored) {
     auto st = std::make_shared<market_routes_state>();
     st->cfg = &cfg;
     st->pools = &pools;
+    st->reads = &reads;
     st->on_stored = std::move(on_stored);
 
     http_routes routes;
@@ -199,6 +242,17 @@ http_routes make_market_routes(const config& cfg, db::pools& pools,
         return get_market_events(st, std::move(request));
     };
     routes.push_back(std::move(events_route));
+
+    http_route summary_route;
+    summary_route.name = "market_summary";
+    summary_route.method = "GET";
+    summary_route.path = "/v1/markets";
+    summary_route.prefix = true;
+    summary_route.auth = route_auth::admin;
+    summary_route.handler = [st](http_request request) {
+        return get_market_summary(st, std::move(request));
+    };
+    routes.push_back(std::move(summary_route));
     return routes;
 }
 

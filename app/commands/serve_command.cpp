@@ -188,7 +188,7 @@ int serve_command(const config& cfg) {
     std::ranges::move(net::make_reconciliation_routes(pools, reconciliation),
                       std::back_inserter(services.routes));
     std::ranges::move(
-        net::make_market_routes(cfg, pools,
+        net::make_market_routes(cfg, pools, reads,
                                 [&settlement](std::int64_t market) { settlement.notify(market); }),
         std::back_inserter(services.routes));
     services.loops = loops.all();

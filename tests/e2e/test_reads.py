@@ -276,6 +276,26 @@ class ReadModelTest(EngineTestCase):
             self.assertEqual([b["bet_id"] for b in still_open],
                              sorted(alice_bets[0::2], reverse=True))
 
+            # The operators' summaries, from the same read model.
+            status, summary = engine.get_json("/v1/markets/100/summary",
+                                              {"Authorization": "Bearer " + self.admin})
+            self.assertEqual(status, 200, summary)
+            self.assertEqual(summary["currencies"], [{
+                "currency": "EUR", "bets": 12, "stake": "14.00", "open_bets": 0,
+                "open_stake": "0.00", "settled_bets": 12, "payout": "27.50",
+                "updated_at": summary["currencies"][0]["updated_at"]}])
+            status, summary = engine.get_json("/v1/markets/200/summary",
+                                              {"Authorization": "Bearer " + self.admin})
+            self.assertEqual(status, 200, summary)
+            self.assertEqual((summary["currencies"][0]["bets"],
+                              summary["currencies"][0]["open_bets"],
+                              summary["currencies"][0]["open_stake"]), (12, 12, "12.00"))
+            status, summary = engine.get_json("/v1/markets/999/summary",
+                                              {"Authorization": "Bearer " + self.admin})
+            self.assertEqual((status, summary["currencies"]), (200, []))
+            status, _ = engine.get("/v1/markets/100/summary")
+            self.assertEqual(status, 401)
+
             live = self.model()
             code, out, err = run_cli(["project", "--rebuild"], self.env)
             self.assertEqual(code, 0, out + err)

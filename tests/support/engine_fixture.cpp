@@ -104,9 +104,10 @@ struct engine::impl {
                               std::back_inserter(s.routes));
         }
         if (parts.market_routes) {
-            std::ranges::move(net::make_market_routes(
-                                  cfg, pools, [this](std::int64_t market) { notify(market); }),
-                              std::back_inserter(s.routes));
+            std::ranges::move(
+                net::make_market_routes(cfg, pools, *reads,
+                                        [this](std::int64_t market) { notify(market); }),
+                std::back_inserter(s.routes));
         }
         if (parts.add_services) {
             parts.add_services(s);

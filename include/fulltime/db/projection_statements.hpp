@@ -38,6 +38,22 @@ boost::asio::awaitable<outcome<projection_step>> project_page(connection& conn,
 boost::asio::awaitable<outcome<bool>> projection_passed(connection& conn, std::string consumer,
                                                         std::uint64_t xid);
 
+/// Holds one market_views row: a market's bets in one currency (amounts in minor units).
+struct market_summary {
+    std::string currency;
+    std::int64_t bets = 0;
+    std::int64_t stake = 0;
+    std::int64_t open_bets = 0;
+    std::int64_t open_stake = 0;
+    std::int64_t settled_bets = 0;
+    std::int64_t payout = 0;
+    std::string updated_at;  ///< when the projector last changed it (UTC, ISO 8601)
+};
+
+/// Reads `market_id`'s rows of market_views, one per currency (none: no bet projected yet).
+boost::asio::awaitable<outcome<std::vector<market_summary>>> read_market_summary(
+    connection& conn, std::int64_t market_id);
+
 /// Holds what a rebuild wrote.
 struct rebuild_report {
     std::int64_t bets_projected = 0;  ///< bet_views rows written from the write tables
