@@ -25,7 +25,8 @@ void connection_registry::remove(std::int64_t account_id, std::uint64_t connecti
     }
 }
 
-std::size_t connection_registry::push(std::int64_t account_id, const nlohmann::json& message) {
+std::size_t connection_registry::push(std::int64_t account_id, const nlohmann::json& message,
+                                      std::uint64_t xid) {
     std::vector<std::shared_ptr<push_target>> live;
     {
         std::lock_guard lock(mutex_);
@@ -40,7 +41,7 @@ std::size_t connection_registry::push(std::int64_t account_id, const nlohmann::j
     // session that ends concurrently takes this lock to remove itself.
     const std::string text = detail::to_wire(message);
     for (const auto& t : live) {
-        t->push(text);
+        t->push(text, xid);
     }
     return live.size();
 }

@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <optional>
 #include <string>
@@ -110,6 +111,10 @@ void push_row(const db::outbox_row& row, connection_registry& sessions, metrics:
     if (!row.topic || !row.payload) {
         return;
     }
+    // The batch's transaction: a session told of these settlements reads them in `bets` only
+    // once the projector has passed it.
+    std::uint64_t xid = 0;
+    std::from_chars(row.xact_id.data(), row.xact_id.data() + row.xact_id.size(), xid);
     for (auto& s : announced_settlements(*row.topic, row.account_id, *row.payload)) {
         if (sessions.sessions(s.account_id) == 0) {
             continue;
@@ -119,7 +124,7 @@ void push_row(const db::outbox_row& row, connection_registry& sessions, metrics:
                         {"version", s.version},
                         {"outcome", std::move(s.outcome)},
                         {"payout", money::format_amount(s.payout)}};
-        pushed.inc(sessions.push(s.account_id, message));
+        pushed.inc(sessions.push(s.account_id, message, xid));
     }
 }
 

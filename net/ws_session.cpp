@@ -112,7 +112,9 @@ public:
         asio::post(executor_, [self = shared_from_this()] { self->close_now(); });
     }
 
-    void push(std::string text) override {
+    void push(std::string text, std::uint64_t xid) override {
+        // Before the message can reach the client: its next read then waits for the projector.
+        writes_.note(xid, 0);
         asio::post(executor_, [self = shared_from_this(), text = std::move(text)]() mutable {
             self->enqueue(std::move(text));
         });

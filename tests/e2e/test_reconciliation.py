@@ -132,7 +132,7 @@ class ReconciliationTest(EngineTestCase):
         code, out, err = run_cli(["audit"], self.env)
         self.assertEqual(code, 0, out + err)
         self.assertNotIn("FAIL", out)
-        self.assertEqual(out.count("PASS"), 10, out)
+        self.assertEqual(out.count("PASS"), 11, out)
         code, out, err = run_cli(["reconcile"], self.env)
         self.assertEqual(code, 0, out + err)
         self.assertIn("reconciled 3 accounts", out)
