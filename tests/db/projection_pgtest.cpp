@@ -9,8 +9,9 @@
 //
 // Transaction ids are the cluster's, shared with the tests running beside this one, and the
 // projector reads only rows below the snapshot's xmin, which their transactions may hold back:
-// the cases project until the horizon (consumed_below) passes a transaction begun after their
-// writes, with a deadline, instead of assuming one page reads everything.
+// the cases project until the cursor reaches the outbox's last row and the horizon
+// (consumed_below) passes its transaction, with a deadline, instead of assuming one page reads
+// everything.
 
 #include "db/db_support.hpp"
 
@@ -71,13 +72,24 @@ void settle(const engine& e, std::int64_t market) {
     FAIL("market " << market << " never finished settling");
 }
 
-/// Returns the id of a transaction begun now: once the projector's horizon passes it, every
-/// write committed before this call is in the read model.
-std::string current_xact(const engine& e) { return e.text("SELECT pg_current_xact_id()::text"); }
+/// Returns the outbox's last row as "xact_id outbox_id" ("0 0" when it is empty): once the
+/// projector's cursor reaches it and its horizon passes its transaction, every write committed
+/// before this call is in the read model. (Not a fresh transaction id: the horizon only moves
+/// past rows it applies, and while a transaction of another test holds the cluster's xmin back,
+/// the last page's horizon can stay below an id taken after every write.)
+std::string outbox_tail(const engine& e) {
+    return e.text(
+        "SELECT coalesce((SELECT xact_id::text || ' ' || outbox_id FROM outbox "
+        "ORDER BY xact_id DESC, outbox_id DESC LIMIT 1), '0 0')");
+}
 
-/// Projects in pages of `rows_max` until consumed_below passes `xact`; returns the pages run.
-awaitable<int> project_past(std::string url, std::string xact, std::int64_t rows_max) {
+/// Projects in pages of `rows_max` until the cursor reaches `tail` (outbox_tail) and the horizon
+/// passes its transaction; returns the pages run.
+awaitable<int> project_past(std::string url, std::string tail, std::int64_t rows_max) {
     auto conn = co_await open_connection(url);
+    const auto space = tail.find(' ');
+    const auto xact = tail.substr(0, space);
+    const auto id = tail.substr(space + 1);
     const auto until = steady::now() + 30s;
     int pages = 0;
     for (;;) {
@@ -85,13 +97,15 @@ awaitable<int> project_past(std::string url, std::string xact, std::int64_t rows
         FT_REQUIRE_OK(step);
         ++pages;
         CHECK(step->rows <= rows_max);
-        auto past = co_await conn->query("SELECT $1::xid8 > $2::xid8",
-                                         db::params(step->consumed_below, xact));
+        auto past = co_await conn->query(
+            "SELECT $1::xid8 > $2::xid8 AND (c.last_xact_id, c.last_outbox_id) >= "
+            "($2::xid8, $3::bigint) FROM outbox_cursors c WHERE c.consumer = $4",
+            db::params(step->consumed_below, xact, id, std::string(projector)));
         FT_REQUIRE_OK(past);
         if (step->caught_up && past->text(0, 0) == "t") {
             co_return pages;
         }
-        REQUIRE_MESSAGE(steady::now() < until, "the projector's horizon never passed " << xact);
+        REQUIRE_MESSAGE(steady::now() < until, "the projector never passed " << tail);
         if (step->caught_up) {
             co_await sleep_for(20ms);
         }
@@ -101,7 +115,7 @@ awaitable<int> project_past(std::string url, std::string xact, std::int64_t rows
 /// Projects everything written so far in pages of `rows_max`.
 int project_all(const engine& e, std::int64_t rows_max = 7) {
     asio::io_context ioc;
-    return run(ioc, project_past(e.url(), current_xact(e), rows_max));
+    return run(ioc, project_past(e.url(), outbox_tail(e), rows_max));
 }
 
 awaitable<std::vector<db::projection_mismatch>> verify_on(std::string url) {
