@@ -198,17 +198,26 @@ class StandbyReadsTest(EngineTestCase):
                 + r'",status="reserved"\} 1$', t, re.MULTILINE))
             self.assertIsNotNone(metric(text, "fulltime_db_replication_slot_safe_wal_size_bytes",
                                         f'slot="{self.standby.name}"'))
-            status, diagnostics = engine.get_json(
-                "/v1/diagnostics", {"Authorization": "Bearer " + self.admin})
-            self.assertEqual(status, 200, diagnostics)
+            # The sampler reads pg_stat_replication once per interval: the latest sample may
+            # be one taken while the standby was stopped or reconnecting, so wait for one that
+            # shows it streaming again.
+            until = time.monotonic() + DEADLINE_S
+            while True:
+                status, diagnostics = engine.get_json(
+                    "/v1/diagnostics", {"Authorization": "Bearer " + self.admin})
+                self.assertEqual(status, 200, diagnostics)
+                latest = diagnostics["latest"]
+                if latest.get("database_ok") and self.standby.name in [
+                        r["name"] for r in latest["replicas"]]:
+                    break
+                self.assertLess(time.monotonic(), until,
+                                f"the standby never in diagnostics: {latest}")
+                time.sleep(0.05)
             reads = diagnostics["reads"]
             self.assertTrue(reads["standby"])
             self.assertTrue(reads["standby_up"])
             self.assertGreater(reads["routes"]["fresh"], 0)
-            self.assertIn(self.standby.name,
-                          [s["name"] for s in diagnostics["latest"]["slots"]])
-            self.assertIn(self.standby.name,
-                          [r["name"] for r in diagnostics["latest"]["replicas"]])
+            self.assertIn(self.standby.name, [s["name"] for s in latest["slots"]])
         finally:
             self.assertEqual(engine.stop(), 0, engine.log())
         assert_money_invariants(self, self.db_url)
