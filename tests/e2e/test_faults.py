@@ -29,6 +29,7 @@ PG_BIN = "/usr/lib/postgresql/15/bin"
 ACCOUNTS = list(range(1, 21))
 BURST_BETS = 150     # per account, on market 100, before the result
 DURING_BETS = 60     # per account, on market 200, while the market settles
+PROGRESS_STEP = 10   # bets placed or settled between two cuts
 
 
 class FaultsTest(EngineTestCase):
@@ -42,10 +43,10 @@ class FaultsTest(EngineTestCase):
                         application)
         return rows[0][0]
 
-    async def place_all(self, engine, tokens, market, selections, count, prefix):
+    async def place_all(self, engine, tokens, market, selections, count, prefix, bets):
         """Each account places `count` bets, one at a time, retrying a busy answer or a lost
-        connection with the same key until the bet is placed. Returns {key: bet_id}."""
-        bets = {}
+        connection with the same key until the bet is placed. Fills `bets` ({key: bet_id}) as
+        they are placed (the chaos thread counts it) and returns it."""
 
         async def bettor(account, token):
             i = 0
@@ -71,19 +72,31 @@ class FaultsTest(EngineTestCase):
                             self.assertEqual(m["type"], "placed", m)
                             bets[key] = m["bet"]["bet_id"]
                             i += 1
+                except TimeoutError:
+                    # An OSError too, but not a cut: the engine answers every placement (a
+                    # busy one at its deadline), so a silence is a lost request.
+                    self.fail(f"no answer to {key} within 60 s")
                 except (websockets.exceptions.ConnectionClosed, OSError):
                     continue  # reconnect; the key is retried
 
         await asyncio.gather(*(bettor(a, t) for a, t in tokens.items()))
         return bets
 
-    def chaos(self, stop, applications, counts):
-        """Until `stop`, ends the sessions of each pool in turn, a few times a second."""
+    def chaos(self, stop, applications, counts, progress):
+        """Until `stop`, ends the sessions of each pool in turn, at most a few times a second
+        and each time only after the engine got on with the work (`progress()`, a count of
+        placed or settled bets, moved by PROGRESS_STEP). Cutting on a clock alone livelocks a
+        loaded machine: reconnecting takes longer there than the next cut leaves, and the
+        test then measures the machine's load, not what survives a cut."""
         while not stop.is_set():
             for application in applications:
                 counts[application] = counts.get(application, 0) + self.terminate(application)
+                cut_at = progress()
                 if stop.wait(0.15):
                     return
+                while progress() < cut_at + PROGRESS_STEP:
+                    if stop.wait(0.02):
+                        return
 
     def test_sessions_ended_under_placement_and_settlement(self):
         engine = Engine(self.env)
@@ -95,14 +108,15 @@ class FaultsTest(EngineTestCase):
             tokens = {a: self.token("account", str(a)) for a in ACCOUNTS}
 
             # 1. Placements while the placement connections are ended under them.
-            stop, counts = threading.Event(), {}
+            stop, counts, burst = threading.Event(), {}, {}
             chaos = threading.Thread(target=self.chaos,
-                                     args=(stop, ["fulltime-placement"], counts))
+                                     args=(stop, ["fulltime-placement"], counts,
+                                           lambda: len(burst)))
             chaos.start()
             try:
-                burst = asyncio.run(self.place_all(engine, tokens, 100,
-                                                   [(1001, "2.50"), (1002, "3.10")],
-                                                   BURST_BETS, "b"))
+                asyncio.run(self.place_all(engine, tokens, 100,
+                                           [(1001, "2.50"), (1002, "3.10")],
+                                           BURST_BETS, "b", burst))
             finally:
                 stop.set()
                 chaos.join()
@@ -114,14 +128,22 @@ class FaultsTest(EngineTestCase):
             # placements continue on another market.
             status, body = engine.post_json("/v1/feed", HOME_WINS, self.producer)
             self.assertEqual(status, 200, body)
-            stop, counts = threading.Event(), {}
+            stop, counts, during = threading.Event(), {}, {}
+            progress = psycopg.connect(self.db_url, autocommit=True)  # the chaos thread's
+
+            def placed_and_settled():
+                return len(during) + progress.execute(
+                    "SELECT count(*) FROM bet_settlements s JOIN bets b USING (bet_id) "
+                    "WHERE b.market_id = 100").fetchone()[0]
+
             chaos = threading.Thread(
                 target=self.chaos,
-                args=(stop, ["fulltime-settlement", "fulltime-placement"], counts))
+                args=(stop, ["fulltime-settlement", "fulltime-placement"], counts,
+                      placed_and_settled))
             chaos.start()
             try:
-                during = asyncio.run(self.place_all(engine, tokens, 200, [(2001, "2.00")],
-                                                    DURING_BETS, "d"))
+                asyncio.run(self.place_all(engine, tokens, 200, [(2001, "2.00")],
+                                           DURING_BETS, "d", during))
                 until = time.monotonic() + 180
                 while self.sql("SELECT applied_seq FROM settlement_progress "
                                "WHERE market_id = 100")[0][0] < 1:
@@ -131,6 +153,7 @@ class FaultsTest(EngineTestCase):
             finally:
                 stop.set()
                 chaos.join()
+                progress.close()
             self.assertGreater(counts.get("fulltime-settlement", 0), 0, counts)
             self.assertEqual(len(during), len(ACCOUNTS) * DURING_BETS)
         finally:
@@ -185,7 +208,7 @@ class FaultsTest(EngineTestCase):
             restart = threading.Thread(target=restart_midway)
             restart.start()
             bets = asyncio.run(self.place_all(engine, tokens, 100,
-                                              [(1001, "2.50"), (1002, "3.10")], 100, "r"))
+                                              [(1001, "2.50"), (1002, "3.10")], 100, "r", {}))
             restart.join()
             self.assertTrue(restarted.is_set(), "the cluster was not restarted")
             self.assertEqual(len(bets), len(accounts) * 100)
