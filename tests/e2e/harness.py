@@ -194,10 +194,15 @@ class EngineTestCase(unittest.TestCase):
         return out.strip()
 
     def sql(self, query, *args):
-        """Runs one statement on the test's database; returns its rows ([] when it has none)."""
-        with psycopg.connect(self.db_url, autocommit=True) as conn:
-            cur = conn.execute(query, args)
-            return cur.fetchall() if cur.description else []
+        """Runs one statement on the test's database; returns its rows ([] when it has none).
+        One session per test, opened at the first call and again if it broke: a connection per
+        statement costs more than the statement (tests poll with this)."""
+        conn = getattr(self, "_sql_conn", None)
+        if conn is None or conn.closed or conn.broken:
+            conn = self._sql_conn = psycopg.connect(self.db_url, autocommit=True)
+            self.addCleanup(conn.close)
+        cur = conn.execute(query, args)
+        return cur.fetchall() if cur.description else []
 
     def wait_for(self, query, *args, timeout_s=30):
         """Returns the first row of `query` (with `args`) once there is one; fails the test

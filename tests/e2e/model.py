@@ -230,6 +230,7 @@ class Run:
         self.next_selection = 1000
         self.key_serial = 0
         self.debt_seen = set()
+        self.conn = None  # sql()'s session
 
     # Engine lifecycle ------------------------------------------------------------------------
 
@@ -251,6 +252,9 @@ class Run:
                 self.engine.stop(signal.SIGTERM)
         finally:
             self.engine = None
+            if self.conn is not None:
+                self.conn.close()
+                self.conn = None
             if not self.keep_db:
                 drop_database(self.db_name)
 
@@ -274,9 +278,12 @@ class Run:
         self.history.append(f"[{self.step}] {text}")
 
     def sql(self, query, *args):
-        with psycopg.connect(self.db_url, autocommit=True) as conn:
-            cur = conn.execute(query, args)
-            return cur.fetchall() if cur.description else []
+        # One session for the run's own reads (check() makes several per step); opened again
+        # if it broke.
+        if self.conn is None or self.conn.closed or self.conn.broken:
+            self.conn = psycopg.connect(self.db_url, autocommit=True)
+        cur = self.conn.execute(query, args)
+        return cur.fetchall() if cur.description else []
 
     # Transports ------------------------------------------------------------------------------
 
