@@ -1,6 +1,8 @@
 """The seeded model test (tests/e2e/model.py) for a few seeds, as CI runs it, and two fixed
 scenarios of docs/design.md's refusal rules. FULLTIME_MODEL_SEEDS ("1 2 3") and FULLTIME_MODEL_OPS
-(150) choose the seeds; `scripts/soak --seeds N` runs many more."""
+(150) choose the seeds; `scripts/soak --seeds N` runs many more. CTest runs each of CI's seeds as
+a test of its own (ModelSeedsTest with one seed; tests/CMakeLists.txt), so that they run side by
+side and each has the whole per-test timeout, and ModelRulesTest as one more."""
 
 import os
 import unittest
@@ -8,7 +10,7 @@ import unittest
 from model import Mismatch, Run, run_seed
 
 
-class ModelTest(unittest.TestCase):
+class ModelSeedsTest(unittest.TestCase):
     def test_seeds(self):
         seeds = [int(s) for s in os.environ.get("FULLTIME_MODEL_SEEDS", "1 2 3").split()]
         ops = int(os.environ.get("FULLTIME_MODEL_OPS", "150"))
@@ -17,6 +19,8 @@ class ModelTest(unittest.TestCase):
                 summary = run_seed(seed, ops)
                 print(f"seed {seed}: {summary}", flush=True)
 
+
+class ModelRulesTest(unittest.TestCase):
     def test_the_model_check_finds_a_corrupted_balance(self):
         # The comparison must be able to fail: one cent added by hand to a balance row.
         run = Run(seed=11, ops=0)
