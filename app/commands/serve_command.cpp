@@ -208,10 +208,14 @@ int serve_command(const config& cfg) {
                                    std::move(push_settings), pushes_stop),
         boost::asio::detached);
 
-    // The read side's loops: the router's sampler, and the projector unless this engine runs
-    // none (read.projector_interval_ms = 0: another process projects). Both stop with the pushes.
+    // The read side's loops: the router's sampler when there is a standby to date (without
+    // one every read goes to the primary and nothing needs the primary's position), and the
+    // projector unless this engine runs none (read.projector_interval_ms = 0: another process
+    // projects). Both stop with the pushes.
     auto reads_stop = std::make_shared<std::atomic<bool>>(false);
-    boost::asio::co_spawn(ioc, reads.sample(reads_stop), boost::asio::detached);
+    if (reads.has_standby()) {
+        boost::asio::co_spawn(ioc, reads.sample(reads_stop), boost::asio::detached);
+    }
     if (cfg.read.projector_interval_ms > 0) {
         boost::asio::co_spawn(
             ioc, actors::run_projector(*pools.background, cfg.read, projector_metrics, reads_stop),
