@@ -157,8 +157,17 @@ std::optional<claims> parse_payload(std::string_view json_text) {
             fields = 3;
             break;
         }
-        case kind::admin:
+        case kind::admin: {
+            // The operator's name: an admin token without one (made before names) is refused,
+            // so that every operator action has someone to log.
+            const auto o = j.find("o");
+            if (o == j.end() || !o->is_string()) {
+                return std::nullopt;
+            }
+            c.operator_name = o->get<std::string>();
+            fields = 3;
             break;
+        }
     }
     if (j.size() != fields || !is_valid(c)) {
         return std::nullopt;
@@ -261,11 +270,13 @@ bool is_valid(const claims& c) noexcept {
     }
     switch (c.kind) {
         case kind::account:
-            return c.account_id > 0 && c.producer.empty();
+            return c.account_id > 0 && c.producer.empty() && c.operator_name.empty();
         case kind::producer:
-            return c.account_id == 0 && is_valid_producer_name(c.producer);
+            return c.account_id == 0 && is_valid_producer_name(c.producer) &&
+                   c.operator_name.empty();
         case kind::admin:
-            return c.account_id == 0 && c.producer.empty();
+            return c.account_id == 0 && c.producer.empty() &&
+                   is_valid_producer_name(c.operator_name);
     }
     return false;
 }
@@ -279,6 +290,8 @@ std::string sign(const claims& c, std::string_view secret) {
         j["a"] = c.account_id;
     } else if (c.kind == kind::producer) {
         j["p"] = c.producer;
+    } else {
+        j["o"] = c.operator_name;
     }
     j["e"] = c.expires_at_s;
     std::string text = detail::sign_payload(j.dump(), secret);

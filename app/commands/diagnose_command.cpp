@@ -45,8 +45,9 @@ struct options {
 
 options parse(const config& cfg, const std::vector<std::string>& args) {
     options o;
-    o.host = cfg.gateway.host;
-    o.port = std::to_string(cfg.gateway.port);
+    // /v1/diagnostics is an operators' route: on admin_listen when that is set.
+    o.host = cfg.gateway.admin_host.value_or(cfg.gateway.host);
+    o.port = std::to_string(cfg.gateway.admin_host ? cfg.gateway.admin_port : cfg.gateway.port);
     for (std::size_t i = 0; i < args.size(); ++i) {
         if (args[i] == "--json") {
             o.raw_json = true;
@@ -206,6 +207,7 @@ int diagnose_command(const config& cfg, const std::vector<std::string>& args) {
     const options o = parse(cfg, args);
     token::claims claims;
     claims.kind = token::kind::admin;
+    claims.operator_name = "fulltime-diagnose";
     claims.expires_at_s = std::chrono::duration_cast<std::chrono::seconds>(
                               std::chrono::system_clock::now().time_since_epoch())
                               .count() +

@@ -36,7 +36,7 @@ int token_command(const config& cfg, const std::vector<std::string>& args) {
         }
     }
     const std::string usage =
-        "usage: fulltime token account ID | producer NAME | admin [--ttl SECONDS]";
+        "usage: fulltime token account ID | producer NAME | admin OPERATOR [--ttl SECONDS]";
     if (positional.empty()) {
         throw std::invalid_argument(usage);
     }
@@ -51,8 +51,13 @@ int token_command(const config& cfg, const std::vector<std::string>& args) {
             throw std::invalid_argument("producer name is longer than " +
                                         std::to_string(limits::producer_name_bytes_max) + " bytes");
         }
-    } else if (kind == "admin" && positional.size() == 1) {
+    } else if (kind == "admin" && positional.size() == 2) {
+        // The operator's name, logged with every action taken with the token.
         claims.kind = token::kind::admin;
+        claims.operator_name = positional[1];
+    } else if (kind == "admin" && positional.size() == 1) {
+        throw std::invalid_argument(
+            "an admin token names its operator: fulltime token admin OPERATOR (e.g. alice)");
     } else {
         throw std::invalid_argument(usage);
     }
@@ -61,9 +66,9 @@ int token_command(const config& cfg, const std::vector<std::string>& args) {
                            .count();
     claims.expires_at_s = now_s + ttl_s;
     if (!token::is_valid(claims)) {
-        throw std::invalid_argument("producer name must be 1 to " +
-                                    std::to_string(limits::producer_name_bytes_max) +
-                                    " visible ASCII characters");
+        throw std::invalid_argument(
+            std::string(kind == "admin" ? "operator" : "producer") + " name must be 1 to " +
+            std::to_string(limits::producer_name_bytes_max) + " visible ASCII characters");
     }
     const std::string text = token::sign(claims, load_or_create_token_secret(cfg));
     std::printf("%s\n", text.c_str());

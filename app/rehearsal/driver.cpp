@@ -762,6 +762,7 @@ driver::driver(std::uint16_t port, std::string secret) : impl_(std::make_unique<
     impl_->secret = std::move(secret);
     token::claims admin;
     admin.kind = token::kind::admin;
+    admin.operator_name = "fulltime-rehearse";
     admin.expires_at_s = epoch_s() + token_ttl_s;
     impl_->admin_token = token::sign(admin, impl_->secret);
     token::claims producer;

@@ -40,6 +40,7 @@ token::claims producer_claims(std::string name = "feed-1") {
 token::claims admin_claims() {
     token::claims c;
     c.kind = token::kind::admin;
+    c.operator_name = "alice";
     c.expires_at_s = later_s;
     return c;
 }
@@ -95,6 +96,23 @@ TEST_CASE("token: an admin token round-trips") {
     CHECK(r->kind == token::kind::admin);
     CHECK(r->account_id == 0);
     CHECK(r->producer.empty());
+    CHECK(r->operator_name == "alice");
+}
+
+TEST_CASE("token: an admin token names its operator, one that does not is refused") {
+    // Made before admin tokens named their operator: refused, so that no operator action goes
+    // unattributed.
+    CHECK(error_of_payload(R"({"k":"admin","e":1700003600})") == verify_error::malformed);
+    CHECK(error_of_payload(R"({"k":"admin","o":"","e":1700003600})") == verify_error::malformed);
+    CHECK(error_of_payload(R"({"k":"admin","o":"two words","e":1700003600})") ==
+          verify_error::malformed);
+    CHECK(error_of_payload(R"({"k":"admin","o":7,"e":1700003600})") == verify_error::malformed);
+    CHECK(error_of_payload(R"({"k":"producer","p":"feed","o":"alice","e":1700003600})") ==
+          verify_error::malformed);
+    CHECK(token::verify(
+              token::detail::sign_payload(R"({"k":"admin","o":"bob","e":1700003600})", secret),
+              secret, now_s)
+              ->operator_name == "bob");
 }
 
 TEST_CASE("token: extreme valid claims round-trip and stay within the length bound") {
@@ -231,7 +249,7 @@ TEST_CASE("token: bad base64url in a correctly signed payload is malformed") {
     }
     // The same construction with a good payload is accepted, so the refusals are about base64.
     const std::string good =
-        "ft1." + token::detail::base64url_encode(R"({"k":"admin","e":1700003600})");
+        "ft1." + token::detail::base64url_encode(R"({"k":"admin","o":"ops","e":1700003600})");
     CHECK(token::verify(good + "." + token::detail::tag(good, secret), secret, now_s).has_value());
 }
 
@@ -246,8 +264,8 @@ TEST_CASE("token: an over-long token is refused before decoding") {
     CHECK(error_of(t + std::string(limits::token_bytes_max, 'A')) == verify_error::malformed);
     CHECK(error_of(std::string(limits::token_bytes_max + 1, 'A')) == verify_error::malformed);
     // A correctly signed token just over the bound is refused too.
-    const std::string padded_json =
-        R"({"k":"admin","e":1700003600,"x":")" + std::string(limits::token_bytes_max, 'x') + "\"}";
+    const std::string padded_json = R"({"k":"admin","o":"ops","e":1700003600,"x":")" +
+                                    std::string(limits::token_bytes_max, 'x') + "\"}";
     const std::string big = token::detail::sign_payload(padded_json, secret);
     REQUIRE(big.size() > limits::token_bytes_max);
     CHECK(error_of(big) == verify_error::malformed);
@@ -273,9 +291,9 @@ TEST_CASE("token: the signature is judged before the expiry") {
 
 TEST_CASE("token: a correctly signed payload that is not a JSON object is malformed") {
     for (std::string_view json :
-         {"", "not json", "{", R"({"k":"admin","e":1700003600)", "[]", "42", "\"admin\"", "null",
-          "true", R"([{"k":"admin","e":1700003600}])", "{\"k\":\"admin\",\"e\":1700003600}x",
-          "{\"k\":\"adm\xff\",\"e\":1700003600}"}) {
+         {"", "not json", "{", R"({"k":"admin","o":"ops","e":1700003600)", "[]", "42", "\"admin\"",
+          "null", "true", R"([{"k":"admin","o":"ops","e":1700003600}])",
+          "{\"k\":\"admin\",\"e\":1700003600}x", "{\"k\":\"adm\xff\",\"e\":1700003600}"}) {
         CAPTURE(json);
         CHECK(error_of_payload(json) == verify_error::malformed);
     }
@@ -305,13 +323,13 @@ TEST_CASE("token: a correctly signed payload with wrong field types is malformed
              R"({"k":1,"e":1700003600})",
              R"({"k":null,"e":1700003600})",
              R"({"k":["admin"],"e":1700003600})",
-             R"({"k":"admin","e":"1700003600"})",
-             R"({"k":"admin","e":1700003600.0})",
-             R"({"k":"admin","e":1.7e9})",
-             R"({"k":"admin","e":true})",
-             R"({"k":"admin","e":null})",
-             R"({"k":"admin","e":9223372036854775808})",
-             R"({"k":"admin","e":18446744073709551616})",
+             R"({"k":"admin","o":"ops","e":"1700003600"})",
+             R"({"k":"admin","o":"ops","e":1700003600.0})",
+             R"({"k":"admin","o":"ops","e":1.7e9})",
+             R"({"k":"admin","o":"ops","e":true})",
+             R"({"k":"admin","o":"ops","e":null})",
+             R"({"k":"admin","o":"ops","e":9223372036854775808})",
+             R"({"k":"admin","o":"ops","e":18446744073709551616})",
              R"({"k":"account","a":"42","e":1700003600})",
              R"({"k":"account","a":42.0,"e":1700003600})",
              R"({"k":"account","a":42.5,"e":1700003600})",
@@ -332,15 +350,15 @@ TEST_CASE("token: a correctly signed payload with invalid values or extra fields
              std::string(R"({"k":"account","a":0,"e":1700003600})"),
              std::string(R"({"k":"account","a":-1,"e":1700003600})"),
              std::string(R"({"k":"account","a":-9223372036854775808,"e":1700003600})"),
-             std::string(R"({"k":"admin","e":0})"),
-             std::string(R"({"k":"admin","e":-5})"),
+             std::string(R"({"k":"admin","o":"ops","e":0})"),
+             std::string(R"({"k":"admin","o":"ops","e":-5})"),
              std::string(R"({"k":"producer","p":"","e":1700003600})"),
              R"({"k":"producer","p":")" + too_long + R"(","e":1700003600})",
              std::string(R"({"k":"producer","p":"feed 1","e":1700003600})"),
              std::string(R"({"k":"producer","p":"feed\n1","e":1700003600})"),
              std::string(R"({"k":"producer","p":"flux-é","e":1700003600})"),
-             std::string(R"({"k":"admin","e":1700003600,"x":1})"),
-             std::string(R"({"k":"admin","a":42,"e":1700003600})"),
+             std::string(R"({"k":"admin","o":"ops","e":1700003600,"x":1})"),
+             std::string(R"({"k":"admin","o":"ops","a":42,"e":1700003600})"),
              std::string(R"({"k":"account","a":42,"p":"feed","e":1700003600})"),
              std::string(R"({"k":"producer","p":"feed","a":1,"e":1700003600})"),
          }) {
@@ -390,6 +408,15 @@ TEST_CASE("token: is_valid accepts what sign may sign and nothing else") {
     ad = admin_claims();
     ad.producer = "x";
     CHECK_FALSE(token::is_valid(ad));
+    ad = admin_claims();
+    ad.operator_name.clear();
+    CHECK_FALSE(token::is_valid(ad));
+    ad = admin_claims();
+    ad.operator_name = "has space";
+    CHECK_FALSE(token::is_valid(ad));
+    a = account_claims();
+    a.operator_name = "alice";
+    CHECK_FALSE(token::is_valid(a));
     ad = admin_claims();
     ad.kind = static_cast<token::kind>(99);
     CHECK_FALSE(token::is_valid(ad));

@@ -46,6 +46,10 @@ def wait_until(probe, what, timeout_s=30, interval_s=0.1):
 def engine_env(extra=None, state_dir=None):
     """The environment for a child `fulltime`: no FULLTIME_* from the caller but the test ones."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("FULLTIME_") or k.startswith("FULLTIME_TEST_")}
+    # Nor systemd's, should the tests themselves run in a unit: the engine reads them
+    # (app/commands/systemd.cpp, core/log.cpp) and test_service.py sets them on purpose.
+    for name in ("INVOCATION_ID", "NOTIFY_SOCKET", "JOURNAL_STREAM", "CREDENTIALS_DIRECTORY"):
+        env.pop(name, None)
     env["FULLTIME_LISTEN"] = "127.0.0.1:0"
     env["FULLTIME_STATE_DIR"] = state_dir or tempfile.mkdtemp(prefix="fulltime-e2e-")
     env["FULLTIME_TOKEN_SECRET"] = "e2e-secret-0123456789abcdef"
@@ -184,7 +188,7 @@ class EngineTestCase(unittest.TestCase):
         self.db_name, self.db_url, self.env = database_env(self.ENGINE_ENV)
         self.addCleanup(drop_database, self.db_name)
         if self.TOKENS:
-            self.admin = self.token("admin")
+            self.admin = self.token("admin", "e2e-operator")
             self.producer = self.token("producer", "feed-1")
 
     def token(self, *args):

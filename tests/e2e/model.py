@@ -240,7 +240,7 @@ class Run:
             {"FULLTIME_SETTLEMENT_BATCH_BETS_MAX": str(batch),
              "FULLTIME_SETTLEMENT_POLL_INTERVAL_MS": "100"})
         self.note(f"seed {self.seed}: settlement batch size {batch}")
-        self.admin = self.cli_token("admin")
+        self.admin = self.cli_token("admin", "model")
         self.producer = self.cli_token("producer", "model-feed")
         self.tokens = {}
         self.engine = Engine(self.env)

@@ -92,7 +92,7 @@ class ServeTest(WithDatabase):
         engine = Engine(self.env)
         try:
             engine.wait_ready()
-            code, admin, err = run_cli(["token", "admin"], self.env)
+            code, admin, err = run_cli(["token", "admin", "e2e-operator"], self.env)
             self.assertEqual(code, 0, err)
             status, body = engine.get_json("/v1/diagnostics",
                                            {"Authorization": "Bearer " + admin.strip()})
@@ -163,7 +163,8 @@ class ErrorsTest(unittest.TestCase):
         self.assertTrue(os.path.exists(os.path.join(state, "token_secret")))
         self.assertEqual(os.stat(os.path.join(state, "token_secret")).st_mode & 0o777, 0o600)
         for bad in (["token", "account", "-1"], ["token", "account"], ["token", "wizard"],
-                    ["token", "admin", "--ttl", "0"]):
+                    ["token", "admin", "alice", "--ttl", "0"], ["token", "admin"],
+                    ["token", "admin", "two words"], ["token", "admin", "a", "b"]):
             code, _, err = run_cli(bad, env)
             self.assertEqual(code, 2, (bad, err))
 
@@ -181,7 +182,7 @@ class EmbeddedClusterTest(unittest.TestCase):
             self.assertTrue(os.path.exists(pid_file))
             self.assertEqual(engine.get_json("/readyz"), (200, {"status": "ready"}))
             # The private cluster starts with the guard rails: the start-up check finds nothing.
-            code, admin, err = run_cli(["token", "admin"], env)
+            code, admin, err = run_cli(["token", "admin", "e2e-operator"], env)
             self.assertEqual(code, 0, err)
             status, body = engine.get_json("/v1/diagnostics",
                                            {"Authorization": "Bearer " + admin.strip()})

@@ -404,6 +404,8 @@ std::string sign_token(token::kind kind, std::int64_t account_id, const std::str
         c.account_id = account_id;
     } else if (kind == token::kind::producer) {
         c.producer = producer;
+    } else {
+        c.operator_name = "test-operator";
     }
     return token::sign(c, key);
 }

@@ -24,6 +24,7 @@ struct claims {
     token::kind kind = kind::account;
     std::int64_t account_id = 0;  ///< for kind::account
     std::string producer;         ///< for kind::producer
+    std::string operator_name;    ///< for kind::admin: who acts (logged with every action)
     std::int64_t expires_at_s = 0;
 };
 
@@ -40,7 +41,8 @@ std::string_view describe(verify_error e) noexcept;
 /// Returns whether `c` can be signed, and is what verify() accepts: an expiry > 0; for
 /// kind::account an account_id > 0 and no producer; for kind::producer a producer name of 1 to
 /// limits::producer_name_bytes_max visible ASCII characters (0x21-0x7E) and account_id 0; for
-/// kind::admin neither. Callers that build claims from input (the `fulltime token` command)
+/// kind::admin an operator name of the same form and neither of the others; operator_name only
+/// for kind::admin. Callers that build claims from input (the `fulltime token` command)
 /// check this first.
 bool is_valid(const claims& c) noexcept;
 
