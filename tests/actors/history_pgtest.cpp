@@ -67,6 +67,15 @@ public:
         return r;
     }
 
+    /// Returns once `market`'s result `seq` is applied, running keeper rounds meanwhile: with
+    /// one-second periods and no keeper actor, a slow machine's settlement would otherwise come
+    /// to a second that no partition was made for, and retry until one is.
+    bool wait_applied(std::int64_t market, std::int64_t seq) {
+        keep_until("SELECT count(*) FROM settlement_progress WHERE market_id = " +
+                   std::to_string(market) + " AND applied_seq >= " + std::to_string(seq));
+        return true;
+    }
+
     /// Returns once the server's clock is in the first 300 ms of a second: two placements
     /// made right after then fall in one period of one second, as a test that needs them
     /// together requires (each takes a few milliseconds, more under the sanitizers).

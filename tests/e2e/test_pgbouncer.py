@@ -90,8 +90,9 @@ class PgBouncerTest(EngineTestCase):
 
         async def bettor(account):
             token = self.token("account", str(account))
+            # A loaded machine may take a while to accept 20 connections at once.
             async with websockets.client.connect(
-                    engine.ws_url("/v1/bets"),
+                    engine.ws_url("/v1/bets"), open_timeout=60,
                     extra_headers={"Authorization": "Bearer " + token}) as ws:
                 async def ask(message):
                     await ws.send(json.dumps(message))
