@@ -13,6 +13,8 @@
 #include <set>
 #include <sstream>
 #include <thread>
+#include <tuple>
+#include <utility>
 
 extern char** environ;
 
@@ -179,11 +181,12 @@ pool_settings read_pool(const reader& r, const std::string& name) {
     return p;
 }
 
-// Splits "host:port" or "[v6]:port".
-void parse_listen(const std::string& text, gateway_settings& g) {
+// Splits "host:port" or "[v6]:port" of the key `key`.
+std::pair<std::string, std::uint16_t> parse_address(const std::string& key,
+                                                    const std::string& text) {
     const auto colon = text.rfind(':');
     if (colon == std::string::npos || colon == 0) {
-        fail("'listen' must be host:port, got '" + text + "'");
+        fail("'" + key + "' must be host:port, got '" + text + "'");
     }
     std::string host = text.substr(0, colon);
     if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
@@ -194,10 +197,9 @@ void parse_listen(const std::string& text, gateway_settings& g) {
     auto [ptr, ec] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
     if (port_text.empty() || ec != std::errc{} || ptr != port_text.data() + port_text.size() ||
         port > 65535) {
-        fail("'listen' port must be 0..65535, got '" + port_text + "'");
+        fail("'" + key + "' port must be 0..65535, got '" + port_text + "'");
     }
-    g.host = host;
-    g.port = static_cast<std::uint16_t>(port);
+    return {host, static_cast<std::uint16_t>(port)};
 }
 
 json parse_json(std::string_view text, const std::string& origin) {
@@ -260,12 +262,26 @@ void read_general(const reader& r, config& c) {
     if (!c.token_secret.empty() && c.token_secret.size() < 16) {
         fail("'token_secret' must be at least 16 characters (or empty to generate one)");
     }
+    c.token_secret_file = r.string("token_secret_file", true);
     c.log_level = r.string("log_level", false);
     if (c.log_level != "debug" && c.log_level != "info" && c.log_level != "warn" &&
         c.log_level != "error") {
         fail("'log_level' must be debug, info, warn or error, got '" + c.log_level + "'");
     }
-    parse_listen(r.string("listen", false), c.gateway);
+    c.log_format = r.string("log_format", false);
+    if (c.log_format != "text" && c.log_format != "json") {
+        fail("'log_format' must be text or json, got '" + c.log_format + "'");
+    }
+    std::tie(c.gateway.host, c.gateway.port) = parse_address("listen", r.string("listen", false));
+    if (const auto admin = r.string("admin_listen", true); !admin.empty()) {
+        auto [host, port] = parse_address("admin_listen", admin);
+        if (port != 0 && port == c.gateway.port && host == c.gateway.host) {
+            fail("'admin_listen' must differ from 'listen' (both are " + admin +
+                 "); leave it empty to serve the operator's routes on 'listen'");
+        }
+        c.gateway.admin_host = host;
+        c.gateway.admin_port = port;
+    }
 }
 
 database_settings read_database(const reader& r) {
@@ -278,6 +294,7 @@ database_settings read_database(const reader& r) {
         r.integer("database.idle_in_transaction_timeout_ms", 0, limits::timeout_ms_max);
     d.session_timeouts = r.boolean("database.session_timeouts");
     d.query_timeout_ms = r.timeout_ms("database.query_timeout_ms");
+    d.migration_lock_timeout_ms = r.timeout_ms("database.migration_lock_timeout_ms");
     d.prepared_statements = r.boolean("database.prepared_statements");
     d.placement = read_pool(r, "placement");
     d.settlement = read_pool(r, "settlement");

@@ -112,11 +112,12 @@ http_routes builtin_routes(server_state& state) {
     routes.push_back(http_route{"healthz", "GET", "/healthz", false, route_auth::none,
                                 [](http_request) -> asio::awaitable<http_response> {
                                     co_return status_body(200, {{"status", "ok"}});
-                                }});
+                                },
+                                true});
     // The state owns these routes, so a plain pointer to it lives exactly as long as they do.
     server_state* s = &state;
     routes.push_back(http_route{"readyz", "GET", "/readyz", false, route_auth::none,
-                                [s](http_request) { return readyz(*s); }});
+                                [s](http_request) { return readyz(*s); }, true});
     routes.push_back(http_route{"metrics", "GET", "/metrics", false, route_auth::none,
                                 [s](http_request) { return metrics_page(*s); }});
     return routes;

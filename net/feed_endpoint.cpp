@@ -136,6 +136,7 @@ asio::awaitable<feed_answer> apply_result_event(std::shared_ptr<feed_state> st, 
     if (producer.empty()) {
         producer = std::string(producer_fallback);
     }
+    const std::string who = producer;
 
     auto conn = co_await st->pools->background->acquire();
     if (!conn) {
@@ -151,6 +152,12 @@ asio::awaitable<feed_answer> apply_result_event(std::shared_ptr<feed_state> st, 
         co_return failed(done.error(), type);
     }
     const bool duplicate = done->status == db::result_event_status::duplicate;
+    // Result events move money: each is logged with who sent it and what became of it.
+    log::info("feed: " + type, {{"producer", who},
+                                {"market", market_id},
+                                {"seq", static_cast<std::int64_t>(seq)},
+                                {"event_key", event_key},
+                                {"outcome", db::to_string(done->status)}});
     if (done->status != db::result_event_status::stored && !duplicate) {
         co_return refused(http_status_of(done->status), db::to_string(done->status),
                           std::move(done->message));

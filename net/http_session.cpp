@@ -96,12 +96,14 @@ http::response<http::string_body> to_beast(const http_response& r, unsigned vers
 class http_session final : public tracked_connection,
                            public std::enable_shared_from_this<http_session> {
 public:
-    http_session(std::shared_ptr<server_state> state, tcp::socket socket, std::uint64_t id)
+    http_session(std::shared_ptr<server_state> state, tcp::socket socket, std::uint64_t id,
+                 listener which)
         : state_(std::move(state)),
           entry_(*state_),
           executor_(socket.get_executor()),
           stream_(std::move(socket)),
-          id_(id) {}
+          id_(id),
+          listener_(which) {}
 
     ~http_session() override {
         state_->open_connections.fetch_sub(1);
@@ -220,9 +222,13 @@ private:
         server_state& st = *state_;
         const auto [path, query] = split(req.target());
         const std::string method(req.method_string());
-        const route_match m = match_route(st.routes, method, path);
+        route_match m = match_route(st.routes, method, path);
+        if (m.kind != match_kind::not_found && !serves_route(listener_, *m.route)) {
+            // Another listener's route (admin_listen): as if it did not exist here.
+            m = route_match{};
+        }
         if (m.kind == match_kind::not_found) {
-            if (auto ep = endpoint_at(path)) {
+            if (auto ep = endpoint_at(path); ep && serves_endpoint(*ep)) {
                 co_return routed_response{
                     ws_route_name(*ep),
                     json_error(426, "upgrade_required", "this endpoint speaks WebSocket"),
@@ -283,7 +289,7 @@ private:
         const auto [path, query] = split(req.target());
         const auto ep = endpoint_at(path);
         const unsigned version = req.version();
-        if (!ep) {
+        if (!ep || !serves_endpoint(*ep)) {
             const auto r = json_error(404, "not_found", "no WebSocket endpoint here");
             st.metrics.count_request("unmatched", r.status);
             co_await write(to_beast(r, version, false));
@@ -313,11 +319,26 @@ private:
                                        std::move(*claims), id_);
     }
 
+    // Whether this connection's listener serves the WebSocket endpoint `ep`: the bettors' on
+    // the bettors' listener, the feed on the operators'; both when there is one listener.
+    bool serves_endpoint(ws_endpoint ep) const noexcept {
+        switch (listener_) {
+            case listener::all:
+                return true;
+            case listener::bettors:
+                return ep == ws_endpoint::bets;
+            case listener::operators:
+                return ep != ws_endpoint::bets;
+        }
+        return false;
+    }
+
     std::shared_ptr<server_state> state_;
     gate_entry entry_;
     asio::any_io_executor executor_;
     beast::tcp_stream stream_;
     std::uint64_t id_;
+    listener listener_;
     bool stopping_ = false;
     bool awaiting_request_ = false;
     bool upgraded_ = false;  ///< stream_ was moved into a WebSocket session
@@ -365,9 +386,9 @@ void log_exception(std::exception_ptr e) {
 
 }  // namespace
 
-void start_http_session(std::shared_ptr<server_state> state, tcp::socket socket) {
+void start_http_session(std::shared_ptr<server_state> state, tcp::socket socket, listener which) {
     const auto id = state->next_connection_id.fetch_add(1);
-    auto session = std::make_shared<http_session>(std::move(state), std::move(socket), id);
+    auto session = std::make_shared<http_session>(std::move(state), std::move(socket), id, which);
     auto ex = session->executor();
     asio::co_spawn(ex, http_session::run(std::move(session)), log_exception);
 }

@@ -10,9 +10,11 @@
 
 namespace fulltime::net::detail {
 
-/// Serves one accepted connection on the socket's executor until it closes. The caller has
-/// counted it in open_connections; the session uncounts it.
-void start_http_session(std::shared_ptr<server_state> state, boost::asio::ip::tcp::socket socket);
+/// Serves one accepted connection on the socket's executor until it closes, with the routes
+/// of the listener `which` that accepted it. The caller has counted it in open_connections; the
+/// session uncounts it.
+void start_http_session(std::shared_ptr<server_state> state, boost::asio::ip::tcp::socket socket,
+                        listener which);
 
 /// Reads one request from a connection over the limit, answers 503 and closes, within a short
 /// deadline.

@@ -92,7 +92,8 @@ asio::awaitable<http_response> post_void_overdue(std::shared_ptr<market_routes_s
     }
     db::void_overdue_request req;
     req.market_id = *market_id;
-    req.operator_name = "admin-api";
+    // The admin token's operator, recorded in the event's payload and logged.
+    req.operator_name = std::string(operator_of(request));
     req.grace_s = st->cfg->reservations.grace_s;
     req.default_deadline_s = st->cfg->reservations.default_deadline_s;
     if (!request.body.empty()) {
@@ -120,11 +121,17 @@ asio::awaitable<http_response> post_void_overdue(std::shared_ptr<market_routes_s
     }
     const db::transaction_options options{st->cfg->admin.lock_timeout_ms,
                                           st->cfg->database.statement_timeout_ms};
+    const bool force = req.force;
     auto done =
         co_await db::void_overdue(**conn, std::move(req), options, st->cfg->admin.lock_retries_max);
     if (!done) {
         co_return failed(done.error(), "void-overdue");
     }
+    log::info("operator: void-overdue", {{"operator", operator_of(request)},
+                                         {"market", *market_id},
+                                         {"event_key", done->event_key},
+                                         {"force", force ? "true" : "false"},
+                                         {"outcome", db::to_string(done->status)}});
     const bool accepted = done->status == db::void_overdue_status::stored ||
                           done->status == db::void_overdue_status::duplicate;
     if (!accepted) {

@@ -110,6 +110,13 @@ asio::awaitable<http_response> create_account(std::shared_ptr<operator_state> st
     if (!done) {
         co_return failed(done.error(), "create account");
     }
+    const char* outcome = done->status == db::account_creation::created    ? "created"
+                          : done->status == db::account_creation::existing ? "existing"
+                                                                           : "currency_conflict";
+    log::info("operator: create account", {{"operator", operator_of(request)},
+                                           {"account", parsed->account_id},
+                                           {"currency", parsed->currency},
+                                           {"outcome", outcome}});
     switch (done->status) {
         case db::account_creation::created:
             co_return json_response(201, account_json(done->account));
@@ -169,6 +176,15 @@ asio::awaitable<http_response> transfer(std::shared_ptr<operator_state> st, db::
         st->count(kind, busy ? wallet_outcome::busy : wallet_outcome::error);
         co_return failed(done.error(), what);
     }
+    // Every outcome is logged with the operator: money moved, or why it did not.
+    const auto note = [&](std::string_view outcome) {
+        log::info("operator: " + what, {{"operator", operator_of(request)},
+                                        {"account", account_id},
+                                        {"key", parsed->key},
+                                        {"amount", money::format_amount(parsed->amount_minor)},
+                                        {"outcome", outcome},
+                                        {"transfer_id", done->transfer_id}});
+    };
     const json described{{"transfer_id", done->transfer_id},
                          {"account_id", account_id},
                          {"kind", what},
@@ -179,18 +195,21 @@ asio::awaitable<http_response> transfer(std::shared_ptr<operator_state> st, db::
     switch (done->status) {
         case db::transfer_status::applied: {
             st->count(kind, wallet_outcome::applied);
+            note("applied");
             json reply = described;
             reply["replayed"] = false;
             co_return json_response(201, reply);
         }
         case db::transfer_status::replayed: {
             st->count(kind, wallet_outcome::replayed);
+            note("replayed");
             json reply = described;
             reply["replayed"] = true;
             co_return json_response(200, reply);
         }
         case db::transfer_status::key_reused:
             st->count(kind, wallet_outcome::key_reused);
+            note("key_reused");
             co_return json_error(
                 409, "idempotency_key_reused",
                 "key \"" + parsed->key.substr(0, 64) + "\" already " +
@@ -198,6 +217,7 @@ asio::awaitable<http_response> transfer(std::shared_ptr<operator_state> st, db::
                     money::format_amount(done->amount_minor) + "; a key moves one amount once");
         case db::transfer_status::insufficient_funds:
             st->count(kind, wallet_outcome::insufficient_funds);
+            note("insufficient_funds");
             co_return json_error(
                 409, "insufficient_funds",
                 "available balance is below " + money::format_amount(parsed->amount_minor));
@@ -205,6 +225,7 @@ asio::awaitable<http_response> transfer(std::shared_ptr<operator_state> st, db::
             break;
     }
     st->count(kind, wallet_outcome::unknown_account);
+    note("unknown_account");
     co_return json_error(404, "unknown_account",
                          "account " + std::to_string(account_id) + " does not exist");
 }

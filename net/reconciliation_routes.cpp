@@ -186,7 +186,10 @@ http_routes make_reconciliation_routes(db::pools& pools,
     run.method = "POST";
     run.path = "/v1/reconcile";
     run.auth = route_auth::admin;
-    run.handler = [st](http_request) { return post_reconcile(st); };
+    run.handler = [st](http_request request) {
+        log::info("operator: reconcile", {{"operator", operator_of(request)}});
+        return post_reconcile(st);
+    };
     routes.push_back(std::move(run));
 
     http_route list;

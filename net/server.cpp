@@ -34,11 +34,13 @@ metrics::registry& pick_registry(services& s, std::unique_ptr<metrics::registry>
     return *own;
 }
 
-asio::awaitable<void> accept_loop(std::shared_ptr<server_state> state,
+asio::awaitable<void> accept_loop(std::shared_ptr<server_state> state, listener which,
                                   [[maybe_unused]] gate_entry entry) {
+    tcp::acceptor& acceptor =
+        which == listener::operators ? state->admin_acceptor : state->acceptor;
     for (;;) {
-        auto [ec, socket] = co_await state->acceptor.async_accept(
-            asio::make_strand(state->pick_loop()), asio::as_tuple(asio::use_awaitable));
+        auto [ec, socket] = co_await acceptor.async_accept(asio::make_strand(state->pick_loop()),
+                                                           asio::as_tuple(asio::use_awaitable));
         if (state->stopping.load()) {
             break;
         }
@@ -70,8 +72,44 @@ asio::awaitable<void> accept_loop(std::shared_ptr<server_state> state,
         socket.set_option(asio::ip::tcp::no_delay(true), nodelay_ec);
         state->open_connections.fetch_add(1);
         state->metrics.open_connections.add(1);
-        start_http_session(state, std::move(socket));
+        start_http_session(state, std::move(socket), which);
     }
+}
+
+// Opens, binds and listens `acceptor` on host:port; returns the port bound. Throws
+// std::runtime_error naming the address and the setting.
+std::uint16_t open_acceptor(tcp::acceptor& acceptor, const std::string& setting,
+                            const std::string& host, std::uint16_t port) {
+    const std::string where = host + ":" + std::to_string(port);
+    const auto fail = [&](const boost::system::error_code& e) {
+        boost::system::error_code ignored;
+        acceptor.close(ignored);
+        throw std::runtime_error("cannot listen on " + where + " (" + setting +
+                                 "): " + e.message());
+    };
+    boost::system::error_code ec;
+    const auto address = asio::ip::make_address(host, ec);
+    if (ec) {
+        fail(ec);
+    }
+    const tcp::endpoint endpoint(address, port);
+    acceptor.open(endpoint.protocol(), ec);
+    if (ec) {
+        fail(ec);
+    }
+    acceptor.set_option(asio::socket_base::reuse_address(true), ec);
+    if (ec) {
+        fail(ec);
+    }
+    acceptor.bind(endpoint, ec);
+    if (ec) {
+        fail(ec);
+    }
+    acceptor.listen(asio::socket_base::max_listen_connections, ec);
+    if (ec) {
+        fail(ec);
+    }
+    return acceptor.local_endpoint().port();
 }
 
 // Waits until the gate is empty or `until` passes; returns whether it emptied.
@@ -92,6 +130,10 @@ asio::awaitable<bool> wait_for_gate(server_state& state,
 
 }  // namespace
 
+bool serves_route(listener l, const http_route& route) noexcept {
+    return l != listener::bettors || route.for_bettors;
+}
+
 asio::io_context& server_state::pick_loop() noexcept {
     if (svc.loops.empty()) {
         return ioc;
@@ -105,7 +147,8 @@ server_state::server_state(asio::io_context& io, services s)
       settings(svc.cfg->gateway),
       registry(pick_registry(svc, own_metrics)),
       metrics(registry),
-      acceptor(io) {
+      acceptor(io),
+      admin_acceptor(io) {
     routes = builtin_routes(*this);
     for (auto& r : svc.routes) {
         for (const auto& b : routes) {
@@ -162,40 +205,37 @@ server::~server() = default;
 
 void server::start() {
     auto& st = *state_;
-    const std::string where = st.settings.host + ":" + std::to_string(st.settings.port);
-    boost::system::error_code ec;
-    const auto address = asio::ip::make_address(st.settings.host, ec);
-    if (ec) {
-        throw std::runtime_error("cannot listen on " + where + ": " + ec.message());
+    st.port = detail::open_acceptor(st.acceptor, "listen", st.settings.host, st.settings.port);
+    const bool split = st.settings.admin_host.has_value();
+    if (split) {
+        try {
+            st.admin_port = detail::open_acceptor(st.admin_acceptor, "admin_listen",
+                                                  *st.settings.admin_host, st.settings.admin_port);
+        } catch (...) {
+            boost::system::error_code ignored;
+            st.acceptor.close(ignored);
+            throw;
+        }
+        asio::co_spawn(
+            st.admin_acceptor.get_executor(),
+            detail::accept_loop(state_, detail::listener::operators, detail::gate_entry(*state_)),
+            asio::detached);
     }
-    const tcp::endpoint endpoint(address, st.settings.port);
-    const auto fail = [&](const boost::system::error_code& e) {
-        boost::system::error_code ignored;
-        st.acceptor.close(ignored);
-        throw std::runtime_error("cannot listen on " + where + ": " + e.message());
-    };
-    st.acceptor.open(endpoint.protocol(), ec);
-    if (ec) {
-        fail(ec);
-    }
-    st.acceptor.set_option(asio::socket_base::reuse_address(true), ec);
-    if (ec) {
-        fail(ec);
-    }
-    st.acceptor.bind(endpoint, ec);
-    if (ec) {
-        fail(ec);
-    }
-    st.acceptor.listen(asio::socket_base::max_listen_connections, ec);
-    if (ec) {
-        fail(ec);
-    }
-    st.port = st.acceptor.local_endpoint().port();
-    asio::co_spawn(st.acceptor.get_executor(),
-                   detail::accept_loop(state_, detail::gate_entry(*state_)), asio::detached);
+    asio::co_spawn(
+        st.acceptor.get_executor(),
+        detail::accept_loop(state_, split ? detail::listener::bettors : detail::listener::all,
+                            detail::gate_entry(*state_)),
+        asio::detached);
 }
 
 std::uint16_t server::port() const noexcept { return state_->port; }
+
+std::optional<std::uint16_t> server::admin_port() const noexcept {
+    if (!state_->settings.admin_host) {
+        return std::nullopt;
+    }
+    return state_->admin_port;
+}
 
 std::size_t server::open_connections() const noexcept { return state_->open_connections.load(); }
 
@@ -209,6 +249,7 @@ asio::awaitable<void> server::shutdown(std::chrono::milliseconds deadline) {
     asio::post(state->acceptor.get_executor(), [state] {
         boost::system::error_code ignored;
         state->acceptor.close(ignored);
+        state->admin_acceptor.close(ignored);
     });
     auto live = state->live();
     log::info("shutting down: " + std::to_string(live.size()) + " connections");

@@ -30,6 +30,14 @@ public:
     virtual void force_close() = 0;
 };
 
+/// Names the listener that accepted a connection. With admin_listen unset there is one, `all`,
+/// serving every route; with it set the bettors' (`listen`) serves the bettor WebSocket and the
+/// health checks, and the operators' (`admin_listen`) everything but the bettor WebSocket.
+enum class listener : std::uint8_t { all, bettors, operators };
+
+/// Returns whether `l` serves `route`.
+bool serves_route(listener l, const http_route& route) noexcept;
+
 /// Holds everything the gateway shares between coroutines.
 struct server_state : std::enable_shared_from_this<server_state> {
     server_state(boost::asio::io_context& io, services s);
@@ -41,9 +49,11 @@ struct server_state : std::enable_shared_from_this<server_state> {
     metrics::registry& registry;
     gateway_metrics metrics;
     connection_registry connections;
-    http_routes routes;  ///< built-in routes, then svc.routes
-    boost::asio::ip::tcp::acceptor acceptor;
+    http_routes routes;                       ///< built-in routes, then svc.routes
+    boost::asio::ip::tcp::acceptor acceptor;  ///< `listen`
     std::uint16_t port = 0;
+    boost::asio::ip::tcp::acceptor admin_acceptor;  ///< `admin_listen`, when set
+    std::uint16_t admin_port = 0;
 
     std::atomic<bool> stopping{false};
     std::atomic<std::size_t> open_connections{0};

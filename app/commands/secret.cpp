@@ -4,6 +4,8 @@
 #include <openssl/rand.h>
 #include <unistd.h>
 
+#include <cctype>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
@@ -29,9 +31,43 @@ std::string random_hex(std::size_t bytes) {
     return out;
 }
 
+namespace {
+
+// The first line of `path`, without trailing blanks; throws when it cannot be read or is shorter
+// than config's minimum for token_secret.
+std::string read_secret_file(const std::string& path, const std::string& origin) {
+    std::ifstream in(path);
+    if (!in) {
+        throw std::runtime_error("cannot read the token secret from " + path + " (" + origin + ")");
+    }
+    std::string secret;
+    std::getline(in, secret);
+    while (!secret.empty() && std::isspace(static_cast<unsigned char>(secret.back()))) {
+        secret.pop_back();
+    }
+    if (secret.size() < 16) {
+        throw std::runtime_error("the token secret in " + path + " (" + origin +
+                                 ") must be at least 16 characters on its first line");
+    }
+    return secret;
+}
+
+}  // namespace
+
 std::string load_or_create_token_secret(const config& cfg) {
     if (!cfg.token_secret.empty()) {
         return cfg.token_secret;
+    }
+    // systemd's LoadCredential=token_secret:... (packaging/fulltime.service): the service reads
+    // its copy; an operator's `fulltime token` on the same machine reads token_secret_file.
+    if (const char* dir = std::getenv("CREDENTIALS_DIRECTORY"); dir != nullptr && *dir != '\0') {
+        const std::string path = std::string(dir) + "/token_secret";
+        if (std::filesystem::exists(path)) {
+            return read_secret_file(path, "systemd credential token_secret");
+        }
+    }
+    if (!cfg.token_secret_file.empty()) {
+        return read_secret_file(cfg.token_secret_file, "token_secret_file");
     }
     std::error_code ec;
     std::filesystem::create_directories(cfg.state_dir, ec);

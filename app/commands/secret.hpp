@@ -1,7 +1,8 @@
 #pragma once
-/// The token signing secret: FULLTIME_TOKEN_SECRET (config token_secret) when set, else a random
-/// secret generated once into <state_dir>/token_secret, so `fulltime token` and `fulltime serve`
-/// agree without configuration.
+/// The token signing secret, from the first of: config token_secret (FULLTIME_TOKEN_SECRET);
+/// $CREDENTIALS_DIRECTORY/token_secret (systemd's LoadCredential); config token_secret_file; a
+/// random secret generated once into <state_dir>/token_secret, so that `fulltime token` and
+/// `fulltime serve` agree without configuration.
 
 #include "fulltime/config/config.hpp"
 

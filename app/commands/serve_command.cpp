@@ -3,6 +3,7 @@
 #include "app/commands/event_loops.hpp"
 #include "app/commands/migrate_step.hpp"
 #include "app/commands/secret.hpp"
+#include "app/commands/systemd.hpp"
 
 #include "fulltime/actors/partition_keeper.hpp"
 #include "fulltime/actors/peak_sampler.hpp"
@@ -51,12 +52,12 @@ namespace {
 // actors and pools), then the placement actors (they release their connections), then the
 // pools. A second signal during the drain stops the event loop at once.
 boost::asio::awaitable<void> watch_signals(
-    boost::asio::io_context& ioc, boost::asio::signal_set& signals, net::server& gateway,
-    actors::placement_service& placement, actors::settlement_service& settlement,
-    actors::reservation_sweeper& sweeper, actors::partition_keeper* keeper,
-    actors::reconciliation_service& reconciliation, actors::peak_sampler& sampler,
-    std::shared_ptr<bool> pushes_stop, std::shared_ptr<std::atomic<bool>> reads_stop,
-    db::pools& pools, std::int64_t deadline_ms) {
+    boost::asio::io_context& ioc, boost::asio::signal_set& signals,
+    boost::asio::signal_set& hangups, net::server& gateway, actors::placement_service& placement,
+    actors::settlement_service& settlement, actors::reservation_sweeper& sweeper,
+    actors::partition_keeper* keeper, actors::reconciliation_service& reconciliation,
+    actors::peak_sampler& sampler, std::shared_ptr<bool> pushes_stop,
+    std::shared_ptr<std::atomic<bool>> reads_stop, db::pools& pools, std::int64_t deadline_ms) {
     auto [ec, signal_number] =
         co_await signals.async_wait(boost::asio::as_tuple(boost::asio::use_awaitable));
     if (ec) {
@@ -64,6 +65,7 @@ boost::asio::awaitable<void> watch_signals(
     }
     log::info(std::string("received ") + (signal_number == SIGINT ? "SIGINT" : "SIGTERM") +
               ": draining for at most " + std::to_string(deadline_ms) + " ms");
+    systemd::notify("STOPPING=1\nSTATUS=draining");
     signals.async_wait([&ioc](const boost::system::error_code& again, int) {
         if (!again) {
             log::warn("second signal: stopping now without draining");
@@ -85,11 +87,27 @@ boost::asio::awaitable<void> watch_signals(
     reads_stop->store(true);
     pools.close();
     signals.cancel();
+    hangups.cancel();
+}
+
+// SIGHUP is logged and ignored: the engine writes its log to stderr (a terminal, a file the
+// caller opened, or journald), so there is nothing to reopen, and its configuration is read once
+// at start. Until this runs (migrations at start) it is ignored outright.
+void watch_hangups(boost::asio::signal_set& hangups) {
+    hangups.async_wait([&hangups](const boost::system::error_code& ec, int) {
+        if (ec) {
+            return;
+        }
+        log::info("received SIGHUP: ignored (logs go to stderr; restart to change the config)");
+        watch_hangups(hangups);
+    });
 }
 
 }  // namespace
 
 int serve_command(const config& cfg) {
+    std::signal(SIGHUP, SIG_IGN);
+    systemd::require_absolute_state_dir(cfg);
     const std::string secret = load_or_create_token_secret(cfg);
     database_target target = open_database_target(cfg);
 
@@ -196,6 +214,12 @@ int serve_command(const config& cfg) {
     gateway.start();
     loops.start();
     log::info("listening on http://" + cfg.gateway.host + ":" + std::to_string(gateway.port()));
+    if (const auto admin = gateway.admin_port()) {
+        // The operators' routes (/metrics, /dashboard, the feed, the operator API) are there
+        // and no longer on the bettors' port.
+        log::info("operator routes on http://" + *cfg.gateway.admin_host + ":" +
+                  std::to_string(*admin));
+    }
 
     auto pushes_stop = std::make_shared<bool>(false);
     net::push_settings push_settings{
@@ -222,13 +246,18 @@ int serve_command(const config& cfg) {
             boost::asio::detached);
     }
 
+    boost::asio::signal_set hangups(ioc, SIGHUP);
+    watch_hangups(hangups);
     boost::asio::signal_set signals(ioc, SIGINT, SIGTERM);
     boost::asio::co_spawn(
         ioc,
-        watch_signals(ioc, signals, gateway, placement, settlement, sweeper,
+        watch_signals(ioc, signals, hangups, gateway, placement, settlement, sweeper,
                       keeper ? &*keeper : nullptr, reconciliation, sampler, pushes_stop, reads_stop,
                       pools, cfg.gateway.shutdown_deadline_ms),
         boost::asio::detached);
+    // Ready: the gateway accepts, the actors run and the schema is current (/readyz answers 200
+    // once the pools reach the database; docs/operations.md).
+    systemd::notify("READY=1\nSTATUS=serving");
     ioc.run();
 
     // After a second signal the main loop stopped mid-drain: nothing runs on it any more, so

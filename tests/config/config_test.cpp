@@ -282,3 +282,38 @@ TEST_CASE("the read side: defaults, the standby by its design name, and refused 
     CHECK(error_of(std::nullopt, {{"FULLTIME_READ_PROJECTOR_CONSUMER", std::string(65, 'p')}})
               .find("'read.projector_consumer' must be 1 to 64 characters") != std::string::npos);
 }
+
+TEST_CASE("running as a service: admin_listen, log_format, token_secret_file, migration locks") {
+    const auto d = load_config(std::nullopt, {});
+    CHECK_FALSE(d.gateway.admin_host.has_value());  // one listener unless admin_listen is set
+    CHECK(d.log_format == "text");
+    CHECK(d.token_secret_file.empty());
+    CHECK(d.database.migration_lock_timeout_ms == 5000);
+
+    const auto path = temp_file(R"({"state_dir":"/var/lib/fulltime","listen":"0.0.0.0:8080",
+        "admin_listen":"127.0.0.1:8081","log_format":"json",
+        "token_secret_file":"/etc/fulltime/token_secret"})");
+    const auto c = load_config(path, {{"FULLTIME_DATABASE_MIGRATION_LOCK_TIMEOUT_MS", "250"}});
+    std::remove(path.c_str());
+    REQUIRE(c.gateway.admin_host.has_value());
+    CHECK(*c.gateway.admin_host == "127.0.0.1");
+    CHECK(c.gateway.admin_port == 8081);
+    CHECK(c.gateway.port == 8080);
+    CHECK(c.log_format == "json");
+    CHECK(c.token_secret_file == "/etc/fulltime/token_secret");
+    CHECK(c.database.migration_lock_timeout_ms == 250);
+
+    // Port 0 on both picks two free ports: allowed (the tests run so).
+    const auto any = load_config(std::nullopt, {{"FULLTIME_LISTEN", "127.0.0.1:0"},
+                                                {"FULLTIME_ADMIN_LISTEN", "127.0.0.1:0"}});
+    CHECK(any.gateway.admin_port == 0);
+
+    CHECK(error_of(std::nullopt, {{"FULLTIME_ADMIN_LISTEN", "127.0.0.1:8080"}})
+              .find("'admin_listen' must differ from 'listen'") != std::string::npos);
+    CHECK(error_of(std::nullopt, {{"FULLTIME_ADMIN_LISTEN", "nowhere"}})
+              .find("'admin_listen' must be host:port") != std::string::npos);
+    CHECK(error_of(std::nullopt, {{"FULLTIME_LOG_FORMAT", "xml"}})
+              .find("'log_format' must be text or json") != std::string::npos);
+    CHECK(error_of(std::nullopt, {{"FULLTIME_DATABASE_MIGRATION_LOCK_TIMEOUT_MS", "0"}})
+              .find("database.migration_lock_timeout_ms") != std::string::npos);
+}

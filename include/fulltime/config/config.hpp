@@ -30,6 +30,9 @@ struct database_settings {
     /// refuses startup options: set them per role instead, docs/config.md).
     bool session_timeouts = true;
     std::int64_t query_timeout_ms = 0;  ///< client-side deadline on one round trip
+    /// lock_timeout of each migration's transaction: its DDL fails instead of queueing behind
+    /// live sessions (and making every later query on the table queue behind it).
+    std::int64_t migration_lock_timeout_ms = 0;
     /// Run the hot statements as protocol-level prepared statements (false behind PgBouncer in
     /// transaction mode: docs/config.md).
     bool prepared_statements = true;
@@ -51,6 +54,10 @@ struct embedded_settings {
 struct gateway_settings {
     std::string host;
     std::uint16_t port = 0;
+    /// `admin_listen`: where the operator's routes are served (/metrics, /dashboard, the feed,
+    /// the operator API). Unset: on `listen` with the bettors'.
+    std::optional<std::string> admin_host;
+    std::uint16_t admin_port = 0;
     std::size_t connections_max = 0;
     std::size_t frame_bytes_max = 0;
     std::size_t inflight_per_connection_max = 0;
@@ -197,8 +204,10 @@ struct read_settings {
 
 struct config {
     std::string state_dir;
-    std::string token_secret;  ///< empty: read or create <state_dir>/token_secret
-    std::string log_level;     ///< "debug", "info", "warn" or "error"
+    std::string token_secret;       ///< empty: from a file (app/commands/secret.hpp)
+    std::string token_secret_file;  ///< empty: <state_dir>/token_secret, made on first use
+    std::string log_level;          ///< "debug", "info", "warn" or "error"
+    std::string log_format;         ///< "text" or "json" (one object per line)
     database_settings database;
     embedded_settings embedded;
     gateway_settings gateway;

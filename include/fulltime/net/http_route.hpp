@@ -47,10 +47,19 @@ struct http_route {
     bool prefix = false;
     route_auth auth = route_auth::none;
     http_handler handler;
+    /// Served on the bettors' listener too when admin_listen splits them (the health checks);
+    /// every other route is the operators'.
+    bool for_bettors = false;
 };
 
 /// Holds the routes of one gateway; exact paths win over prefixes, longer prefixes over shorter.
 using http_routes = std::vector<http_route>;
+
+/// Returns the operator named by the request's admin token ("" without one): the name every
+/// operator action is logged with.
+inline std::string_view operator_of(const http_request& request) noexcept {
+    return request.claims ? std::string_view(request.claims->operator_name) : std::string_view();
+}
 
 /// Returns a JSON body `{"error":code,"message":message}` as the gateway's error responses use.
 http_response json_error(unsigned status, std::string_view code, std::string_view message);

@@ -18,6 +18,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -59,7 +60,8 @@ namespace detail {
 struct server_state;
 }  // namespace detail
 
-/// Serves HTTP and WebSocket on cfg->gateway.host:port.
+/// Serves HTTP and WebSocket on cfg->gateway.host:port, and the operators' routes on
+/// cfg->gateway.admin_host:admin_port instead when admin_listen is set.
 class server {
 public:
     /// Creates the server and registers its metrics; nothing listens until start().
@@ -75,6 +77,10 @@ public:
 
     /// Returns the bound port (an ephemeral one when the configured port is 0).
     std::uint16_t port() const noexcept;
+
+    /// Returns the port the operators' listener is bound to (admin_listen), none when it is not
+    /// set (the operators' routes are then on port()).
+    std::optional<std::uint16_t> admin_port() const noexcept;
 
     /// Stops accepting at once, lets in-flight requests finish until `deadline` from now, then
     /// closes WebSockets with 1001 and HTTP connections; force-closes whatever remains at the
