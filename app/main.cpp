@@ -20,9 +20,13 @@ commands:
   serve                      run the engine (starts a private PostgreSQL when no
                              database URL is configured)
   migrate                    apply pending database migrations and exit
+        [--status] [--json]  --status: list applied, pending and unknown (a newer
+                             release's) migrations, change nothing; exit 0 current,
+                             1 pending or newer (serve refuses a newer schema)
   token account ID           print a bet-client token for account ID
   token producer NAME        print a result-feed producer token
-  token admin                print an operator token
+  token admin OPERATOR       print an operator token naming its operator (logged
+                             with every action taken with it)
         [--ttl SECONDS]      token lifetime (default 86400)
   void-overdue --market ID   void the market's open bets once their reservation deadline
         [--key KEY]          has passed (a keyed event: a repeat is a duplicate; default
@@ -94,11 +98,12 @@ int main(int argc, char** argv) {
         }
         const fulltime::config cfg = fulltime::load_config(config_path, env);
         fulltime::log::set_level(fulltime::log::parse_level(cfg.log_level));
+        fulltime::log::set_format(fulltime::log::parse_format(cfg.log_format));
         if (command == "serve" && args.empty()) {
             return fulltime::app::serve_command(cfg);
         }
-        if (command == "migrate" && args.empty()) {
-            return fulltime::app::migrate_command(cfg);
+        if (command == "migrate") {
+            return fulltime::app::migrate_command(cfg, args);
         }
         if (command == "token") {
             return fulltime::app::token_command(cfg, args);

@@ -11,6 +11,7 @@
 #include <iterator>
 #include <map>
 #include <optional>
+#include <set>
 #include <string_view>
 
 namespace fulltime::db {
@@ -38,6 +39,12 @@ namespace asio = boost::asio;
 //   types, and a function only if that function's file sorts before its own.
 // * A removed function file needs a numbered migration that drops the function and deletes its
 //   row from fulltime_schema_functions (which exists before any migration runs).
+// * A binary refuses a database that records a migration it does not carry (a newer release's),
+//   so an older instance left running, or a rolled-back package, never runs its SQL on a newer
+//   schema. It cannot tell an older function file from a newer one by checksum, so a release
+//   that changes a function file also adds a numbered migration, empty if nothing else changes
+//   ("-- marks the release that changed fulltime_x.sql"): older binaries then refuse the
+//   database instead of putting their function bodies back (docs/operations.md, "Upgrades").
 
 namespace {
 
@@ -92,11 +99,26 @@ struct functions_step {
 /// thing every transaction of the runner does.
 asio::awaitable<outcome<void>> lock_and_prepare(connection& conn) {
     // The lock comes first: CREATE TABLE IF NOT EXISTS is itself not safe against a concurrent
-    // creator (it can fail with a unique violation on the catalog).
+    // creator (it can fail with a unique violation on the catalog). It is waited for without the
+    // runner's lock_timeout (migrate()): engines starting together take turns, however long the
+    // first one's migrations take; the timeout is for the tables live sessions use.
+    auto timeout = co_await conn.query("SELECT current_setting('lock_timeout')");
+    if (!timeout) {
+        co_return timeout.error();
+    }
+    const std::string previous(timeout->text(0, 0));
+    if (auto unset = co_await conn.query("SELECT set_config('lock_timeout', '0', true)"); !unset) {
+        co_return unset.error();
+    }
     if (auto locked =
             co_await conn.query("SELECT pg_advisory_xact_lock($1)", params{migration_lock_key});
         !locked) {
         co_return locked.error();
+    }
+    if (auto reset =
+            co_await conn.query("SELECT set_config('lock_timeout', $1, true)", params{previous});
+        !reset) {
+        co_return reset.error();
     }
     if (auto created =
             co_await conn.execute_script("CREATE TABLE IF NOT EXISTS fulltime_schema_migrations ("
@@ -266,8 +288,102 @@ read_recorded(connection& conn, std::string_view table) {
 
 }  // namespace
 
-asio::awaitable<outcome<migration_report>> migrate(
+asio::awaitable<outcome<migration_status>> read_migration_status(
     connection& conn, std::vector<resources::migration_source> migrations) {
+    auto applied = co_await read_recorded(conn, "fulltime_schema_migrations");
+    if (!applied) {
+        co_return applied.error();
+    }
+    auto functions = co_await read_recorded(conn, "fulltime_schema_functions");
+    if (!functions) {
+        co_return functions.error();
+    }
+    migration_status status;
+    std::set<std::string, std::less<>> carried;
+    for (const auto& m : sorted_by_name(migrations, resources::source_kind::migration)) {
+        carried.emplace(m.name);
+        const bool recorded = *applied && (*applied)->contains(m.name);
+        (recorded ? status.applied : status.pending).emplace_back(m.name);
+    }
+    if (*applied) {
+        for (const auto& [name, checksum] : **applied) {
+            const bool replaced =
+                std::find(pre_baseline_migrations.begin(), pre_baseline_migrations.end(), name) !=
+                pre_baseline_migrations.end();
+            if (!carried.contains(name) && !replaced) {
+                status.unknown.push_back(name);
+            }
+        }
+    }
+    for (const auto& f : sorted_by_name(migrations, resources::source_kind::function)) {
+        bool current = false;
+        if (*functions) {
+            const auto it = (*functions)->find(f.name);
+            current = it != (*functions)->end() && it->second == sha256_hex(f.sql);
+        }
+        if (current) {
+            ++status.functions_current;
+        } else {
+            status.functions_changed.emplace_back(f.name);
+        }
+    }
+    co_return status;
+}
+
+namespace {
+asio::awaitable<outcome<migration_report>> migrate_all(
+    connection& conn, std::vector<resources::migration_source> migrations);
+}  // namespace
+
+asio::awaitable<outcome<migration_report>> migrate(
+    connection& conn, std::vector<resources::migration_source> migrations,
+    std::int64_t lock_timeout_ms) {
+    // The runner's session waits at most lock_timeout_ms for a lock (but for its own advisory
+    // lock: lock_and_prepare), and gets its setting back afterwards.
+    std::optional<std::string> previous;
+    if (lock_timeout_ms > 0) {
+        auto was = co_await conn.query(
+            "SELECT current_setting('lock_timeout'), set_config('lock_timeout', $1, false)",
+            params{std::to_string(lock_timeout_ms) + "ms"});
+        if (!was) {
+            co_return was.error();
+        }
+        previous = std::string(was->text(0, 0));
+    }
+    auto report = co_await migrate_all(conn, std::move(migrations));
+    if (previous) {
+        if (auto reset = co_await conn.query("SELECT set_config('lock_timeout', $1, false)",
+                                             params{*previous});
+            !reset && report) {
+            co_return reset.error();
+        }
+    }
+    co_return report;
+}
+
+namespace {
+
+asio::awaitable<outcome<migration_report>> migrate_all(
+    connection& conn, std::vector<resources::migration_source> migrations) {
+    // A newer release's schema: refused before anything is applied (docs/operations.md,
+    // "Upgrades").
+    auto status = co_await read_migration_status(conn, migrations);
+    if (!status) {
+        co_return status.error();
+    }
+    if (!status->unknown.empty()) {
+        std::string names;
+        for (const auto& n : status->unknown) {
+            names += names.empty() ? n : ", " + n;
+        }
+        const auto carried = sorted_by_name(migrations, resources::source_kind::migration);
+        co_return detail::make_failure(
+            errc::bad_result,
+            "the database's schema is newer than this binary: it records migration(s) " + names +
+                " that this release does not carry (its newest is " +
+                (carried.empty() ? std::string("none") : std::string(carried.back().name)) +
+                "); run the release that migrated it, or a newer one");
+    }
     migration_report report;
     for (const auto& m : sorted_by_name(migrations, resources::source_kind::migration)) {
         auto stepped =
@@ -310,6 +426,8 @@ asio::awaitable<outcome<migration_report>> migrate(
     co_return report;
 }
 
+}  // namespace
+
 asio::awaitable<outcome<void>> set_history_period(connection& conn, std::string period) {
     auto set = co_await conn.query("SELECT set_config('fulltime.history_period', $1, false)",
                                    params{std::move(period)});
@@ -321,31 +439,12 @@ asio::awaitable<outcome<void>> set_history_period(connection& conn, std::string 
 
 asio::awaitable<outcome<bool>> is_migrated(connection& conn,
                                            std::vector<resources::migration_source> migrations) {
-    auto applied = co_await read_recorded(conn, "fulltime_schema_migrations");
-    if (!applied) {
-        co_return applied.error();
+    auto status = co_await read_migration_status(conn, std::move(migrations));
+    if (!status) {
+        co_return status.error();
     }
-    auto functions = co_await read_recorded(conn, "fulltime_schema_functions");
-    if (!functions) {
-        co_return functions.error();
-    }
-    for (const auto& m : migrations) {
-        if (m.kind == resources::source_kind::migration) {
-            if (!*applied || (*applied)->find(m.name) == (*applied)->end()) {
-                co_return false;
-            }
-            continue;
-        }
-        // A function file counts only with the checksum of the text this binary carries.
-        if (!*functions) {
-            co_return false;
-        }
-        auto it = (*functions)->find(m.name);
-        if (it == (*functions)->end() || it->second != sha256_hex(m.sql)) {
-            co_return false;
-        }
-    }
-    co_return true;
+    // A function file counts only with the checksum of the text this binary carries.
+    co_return status->pending.empty() && status->functions_changed.empty();
 }
 
 }  // namespace fulltime::db

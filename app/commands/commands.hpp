@@ -12,7 +12,7 @@ namespace fulltime::app {
 int serve_command(const config& cfg);
 
 /// Applies pending migrations and exits (`fulltime migrate`).
-int migrate_command(const config& cfg);
+int migrate_command(const config& cfg, const std::vector<std::string>& args);
 
 /// Prints a signed token (`fulltime token account ID | producer NAME | admin [--ttl SECONDS]`).
 int token_command(const config& cfg, const std::vector<std::string>& args);

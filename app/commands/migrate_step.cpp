@@ -26,7 +26,8 @@ boost::asio::awaitable<db::outcome<db::migration_report>> apply_migrations(
     if (!period) {
         co_return period.error();
     }
-    auto report = co_await db::migrate(**conn, resources::migrations());
+    auto report = co_await db::migrate(**conn, resources::migrations(),
+                                       cfg.database.migration_lock_timeout_ms);
     if (report) {
         if (report->periods_added > 0) {
             log::info("made " + std::to_string(report->periods_added) +

@@ -30,8 +30,28 @@ struct migration_report {
 /// Applies the numbered migrations not yet recorded, in name order, then every function file
 /// whose checksum is not the recorded one, in name order. A recorded migration whose checksum
 /// differs from the file is an error (errc::bad_result) and nothing further is applied; so is a
-/// database migrated before the baseline (it records a migration the baseline replaced).
+/// database migrated before the baseline (it records a migration the baseline replaced), and a
+/// database newer than this binary: one that records a migration this binary does not carry
+/// (a newer release migrated it; running this one's SQL on that schema, or putting this one's
+/// function files back over the newer ones, is what the refusal prevents). Each migration's
+/// transaction takes `lock_timeout_ms` (0: none) so that its DDL fails, rather than queues
+/// behind live sessions and makes every later query on the table queue behind it.
 boost::asio::awaitable<outcome<migration_report>> migrate(
+    connection& conn, std::vector<resources::migration_source> migrations,
+    std::int64_t lock_timeout_ms = 0);
+
+/// Describes the schema as recorded in a database against the migrations this binary carries.
+struct migration_status {
+    std::vector<std::string> applied;  ///< carried and recorded, in name order
+    std::vector<std::string> pending;  ///< carried, not recorded: the next migrate applies them
+    std::vector<std::string> unknown;  ///< recorded, not carried: a newer release's
+    std::vector<std::string> functions_changed;  ///< function files not recorded as they are
+    std::size_t functions_current = 0;           ///< function files recorded as they are
+};
+
+/// Reads the status without changing anything (a database never migrated has every migration
+/// pending).
+boost::asio::awaitable<outcome<migration_status>> read_migration_status(
     connection& conn, std::vector<resources::migration_source> migrations);
 
 /// Sets this session's fulltime.history_period, which the migration that creates the time
