@@ -1,5 +1,6 @@
 #include "fulltime/core/log.hpp"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -96,10 +97,22 @@ void append_text_value(std::string& out, std::string_view text) {
 }
 
 bool under_journald() {
-    // systemd sets JOURNAL_STREAM when stdout or stderr is connected to the journal.
+    // systemd sets JOURNAL_STREAM to "device:inode" of the journal's stream; it names stderr
+    // only when they match (a process started from a unit with stderr redirected inherits the
+    // variable, and its log must not get the prefix).
     static const bool journald = [] {
         const char* v = std::getenv("JOURNAL_STREAM");
-        return v != nullptr && *v != '\0';
+        struct stat st {};
+        if (v == nullptr || *v == '\0' || ::fstat(STDERR_FILENO, &st) != 0) {
+            return false;
+        }
+        unsigned long long dev = 0;
+        unsigned long long ino = 0;
+        if (std::sscanf(v, "%llu:%llu", &dev, &ino) != 2) {
+            return false;
+        }
+        return static_cast<unsigned long long>(st.st_dev) == dev &&
+               static_cast<unsigned long long>(st.st_ino) == ino;
     }();
     return journald;
 }

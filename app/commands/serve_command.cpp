@@ -107,6 +107,7 @@ void watch_hangups(boost::asio::signal_set& hangups) {
 
 int serve_command(const config& cfg) {
     std::signal(SIGHUP, SIG_IGN);
+    systemd::take_notify_socket();
     systemd::require_absolute_state_dir(cfg);
     const std::string secret = load_or_create_token_secret(cfg);
     database_target target = open_database_target(cfg);

@@ -20,8 +20,19 @@ bool managed() noexcept {
     return id != nullptr && *id != '\0';
 }
 
+namespace {
+std::string taken_socket;  // take_notify_socket()'s, set once before any thread starts
+}  // namespace
+
+void take_notify_socket() {
+    if (const char* path = std::getenv("NOTIFY_SOCKET"); path != nullptr && *path != '\0') {
+        taken_socket = path;
+        ::unsetenv("NOTIFY_SOCKET");
+    }
+}
+
 void notify(std::string_view state) noexcept {
-    const char* path = std::getenv("NOTIFY_SOCKET");
+    const char* path = taken_socket.empty() ? std::getenv("NOTIFY_SOCKET") : taken_socket.c_str();
     if (path == nullptr || *path == '\0') {
         return;
     }

@@ -1,9 +1,9 @@
 #pragma once
 /// One-line log records on stderr. Text (the default): "2026-11-29T23:40:00.123Z info message
 /// key=value ..."; JSON (log_format json): {"ts":"...","level":"info","msg":"...","key":value}.
-/// Under journald ($JOURNAL_STREAM set) each line starts with its syslog priority ("<6>"), which
-/// journald strips and keeps as the record's priority. Thread-safe; a record is written with one
-/// write(2) so that lines from several threads never interleave.
+/// Under journald ($JOURNAL_STREAM naming stderr) each line starts with its syslog priority
+/// ("<6>"), which journald strips and keeps as the record's priority. Thread-safe; a record is
+/// written with one write(2) so that lines from several threads never interleave.
 
 #include <cstdint>
 #include <initializer_list>
