@@ -14,6 +14,8 @@
 #include <cstdint>
 #include <optional>
 #include <stdexcept>
+#include <string>
+#include <utility>
 
 namespace fulltime::token {
 
@@ -113,6 +115,15 @@ std::optional<std::int64_t> int64_field(const nlohmann::json& j, const char* key
     return it->get<std::int64_t>();
 }
 
+/// Returns the string at `key` when it is a JSON string.
+std::optional<std::string> string_field(const nlohmann::json& j, const char* key) {
+    const auto it = j.find(key);
+    if (it == j.end() || !it->is_string()) {
+        return std::nullopt;
+    }
+    return it->get<std::string>();
+}
+
 /// Returns the claims in a decoded payload, or nullopt for anything but the exact fields of
 /// its kind with the right types and valid values.
 std::optional<claims> parse_payload(std::string_view json_text) {
@@ -149,22 +160,22 @@ std::optional<claims> parse_payload(std::string_view json_text) {
             break;
         }
         case kind::producer: {
-            const auto p = j.find("p");
-            if (p == j.end() || !p->is_string()) {
+            auto p = string_field(j, "p");
+            if (!p) {
                 return std::nullopt;
             }
-            c.producer = p->get<std::string>();
+            c.producer = std::move(*p);
             fields = 3;
             break;
         }
         case kind::admin: {
             // The operator's name: an admin token without one (made before names) is refused,
             // so that every operator action has someone to log.
-            const auto o = j.find("o");
-            if (o == j.end() || !o->is_string()) {
+            auto o = string_field(j, "o");
+            if (!o) {
                 return std::nullopt;
             }
-            c.operator_name = o->get<std::string>();
+            c.operator_name = std::move(*o);
             fields = 3;
             break;
         }

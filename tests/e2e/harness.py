@@ -3,6 +3,7 @@ interfaces (HTTP, WebSocket, the command line), as clients not written here do.
 
 Uses only Debian's python3 modules (run with /usr/bin/python3)."""
 
+import copy
 import json
 import os
 import re
@@ -84,15 +85,18 @@ def run_cli(args, env, timeout=60):
 
 
 class Engine:
-    """A `fulltime serve` child process. Reads its stderr on a thread to learn its port."""
+    """A `fulltime serve` child process (or `argv`, e.g. a packaged binary with its config, run
+    in `cwd`). Reads its stderr on a thread to learn its port, and the operators' port when
+    admin_listen is set (operators())."""
 
-    def __init__(self, env):
+    def __init__(self, env, argv=None, cwd=None):
         self.env = env
         self.lines = []
         self.port = None
+        self.admin_port = None
         self._listening = threading.Event()
-        self.proc = subprocess.Popen([BINARY, "serve"], env=env, stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.PIPE, text=True)
+        self.proc = subprocess.Popen(argv or [BINARY, "serve"], env=env, cwd=cwd,
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
         if not self._listening.wait(STARTUP_TIMEOUT_S):
@@ -102,14 +106,25 @@ class Engine:
     def _read(self):
         for line in self.proc.stderr:
             self.lines.append(line)
-            m = re.search(r"listening on http://[^\s]+:(\d+)", line)
-            if m:
-                self.port = int(m.group(1))
+            m = re.search(r"(listening|operator routes) on http://[^\s\"]+:(\d+)", line)
+            if m and m.group(1) == "operator routes":
+                self.admin_port = int(m.group(2))
+            elif m:
+                self.port = int(m.group(2))
                 self._listening.set()
         self._listening.set()
 
     def log(self):
         return "".join(self.lines)
+
+    def operators(self):
+        """This engine as seen on its operators' listener (admin_listen): the same calls, on
+        that port. Waits for the engine to log it (right after the bettors' one)."""
+        wait_until(lambda: self.admin_port is not None,
+                   "no operator routes line (is admin_listen set?):\n" + self.log())
+        view = copy.copy(self)
+        view.port = self.admin_port
+        return view
 
     def url(self, path):
         return f"http://127.0.0.1:{self.port}{path}"

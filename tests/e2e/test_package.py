@@ -9,20 +9,18 @@ import json
 import os
 import re
 import shutil
-import signal
 import socket
 import stat
 import subprocess
 import tempfile
 import threading
 import unittest
-import urllib.error
-import urllib.request
 
 import websockets.client
 
 from fixtures import MARKET
-from harness import BINARY, STARTUP_TIMEOUT_S, drop_database, scratch_database, wait_until
+from harness import (BINARY, STARTUP_TIMEOUT_S, Engine, drop_database, scratch_database,
+                     wait_until)
 from money import assert_money_invariants
 
 BUILD_DIR = os.path.dirname(os.path.abspath(BINARY))
@@ -91,79 +89,6 @@ class NotifySocket:
         self._closed = True
         self._reader.join(5)
         self.sock.close()
-
-
-class PackagedEngine:
-    """`fulltime serve` from the extracted package. Reads its stderr on a thread to learn both
-    ports: the bettors' (listen: "listening on http://HOST:PORT") and the operator's
-    (admin_listen: "operator routes on http://HOST:PORT")."""
-
-    LISTENING = re.compile(r"(listening|operator routes) on https?://"
-                           r"(?:\[[^\]]*\]|[0-9A-Za-z.\-]+):(\d+)")
-
-    def __init__(self, argv, env, cwd):
-        self.lines = []
-        self.port = None
-        self.admin_port = None
-        self._both = threading.Event()
-        self.proc = subprocess.Popen(argv, env=env, cwd=cwd, stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.PIPE, text=True)
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
-        if not self._both.wait(STARTUP_TIMEOUT_S) or self.port is None or self.admin_port is None:
-            self.kill()
-            raise AssertionError("the packaged engine did not log both of its listeners:\n"
-                                 + self.log())
-
-    def _read(self):
-        for line in self.proc.stderr:
-            self.lines.append(line)
-            m = self.LISTENING.search(line)
-            if m and m.group(1) == "operator routes":
-                self.admin_port = int(m.group(2))
-            elif m:
-                self.port = int(m.group(2))
-            if self.port is not None and self.admin_port is not None:
-                self._both.set()
-        self._both.set()
-
-    def log(self):
-        return "".join(self.lines)
-
-    def request(self, port, path, body=None, token=None):
-        """GET (or POST a JSON body) on 127.0.0.1:port; returns (status, body text)."""
-        headers = {"Content-Type": "application/json"} if body is not None else {}
-        if token:
-            headers["Authorization"] = "Bearer " + token
-        req = urllib.request.Request(
-            f"http://127.0.0.1:{port}{path}", headers=headers,
-            data=json.dumps(body).encode() if body is not None else None)
-        try:
-            with urllib.request.urlopen(req, timeout=10) as r:
-                return r.status, r.read().decode()
-        except urllib.error.HTTPError as e:
-            return e.code, e.read().decode()
-
-    def stop(self, timeout_s=60):
-        """SIGTERM, then waits; returns the exit status."""
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-        try:
-            code = self.proc.wait(timeout_s)
-        except subprocess.TimeoutExpired:
-            self.kill()
-            raise AssertionError(f"the packaged engine did not stop within {timeout_s} s:\n"
-                                 + self.log())
-        self._reader.join(5)
-        self.proc.stderr.close()
-        return code
-
-    def kill(self):
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
-        self._reader.join(5)
-        self.proc.stderr.close()
 
 
 @unittest.skipUnless(CPACK and DPKG_DEB, "needs cpack (cmake) and dpkg-deb (dpkg)")
@@ -407,33 +332,34 @@ class PackageTest(unittest.TestCase):
 
         notify = NotifySocket(os.path.join(here, "notify"))
         self.addCleanup(notify.close)
-        engine = PackagedEngine([binary, "serve", "--config", config],  # as ExecStart
-                                dict(env, NOTIFY_SOCKET=notify.path), cwd=here)
+        engine = Engine(dict(env, NOTIFY_SOCKET=notify.path),
+                        argv=[binary, "serve", "--config", config], cwd=here)  # as ExecStart
+        operators = engine.operators()
         try:
             # Type=notify: systemd's start returns on READY=1, so it must come once both
             # listeners serve.
             wait_until(lambda: notify.saw("READY=1"),
                        "no READY=1 on $NOTIFY_SOCKET:\n" + engine.log(), STARTUP_TIMEOUT_S)
-            wait_until(lambda: engine.request(engine.port, "/readyz")[0] == 200,
-                       "the packaged engine never became ready:\n" + engine.log())
+            engine.wait_ready()
 
-            status, body = engine.request(engine.admin_port, "/metrics")
+            status, body = operators.get("/metrics")
             self.assertEqual(status, 200, body)
             self.assertIn("fulltime_", body)
             # The bettors' address serves none of the operator's routes.
-            self.assertEqual(engine.request(engine.port, "/metrics")[0], 404)
-            self.assertEqual(engine.request(engine.port, "/v1/accounts",
-                                            {"account_id": 42, "currency": "EUR"},
-                                            tokens["admin"])[0], 404)
+            self.assertEqual(engine.get("/metrics")[0], 404)
+            self.assertEqual(engine.post_json("/v1/accounts",
+                                              {"account_id": 42, "currency": "EUR"},
+                                              tokens["admin"])[0], 404)
 
-            status, body = engine.request(engine.admin_port, "/v1/feed", MARKET,
-                                          tokens["producer"])
+            status, body = operators.post_json("/v1/feed", MARKET, tokens["producer"])
             self.assertEqual(status, 200, body)
-            status, body = engine.request(engine.admin_port, "/v1/accounts",
-                                          {"account_id": 42, "currency": "EUR"}, tokens["admin"])
+            status, body = operators.post_json("/v1/accounts",
+                                               {"account_id": 42, "currency": "EUR"},
+                                               tokens["admin"])
             self.assertIn(status, (200, 201), body)
-            status, body = engine.request(engine.admin_port, "/v1/accounts/42/deposits",
-                                          {"amount": "100.00", "key": "dep-1"}, tokens["admin"])
+            status, body = operators.post_json("/v1/accounts/42/deposits",
+                                               {"amount": "100.00", "key": "dep-1"},
+                                               tokens["admin"])
             self.assertIn(status, (200, 201), body)
 
             async def place():

@@ -6,10 +6,8 @@ ignored; a relative state_dir refused under systemd; and the schema: `fulltime m
 --status`, and a database migrated by a newer release refused by serve and migrate."""
 
 import asyncio
-import copy
 import json
 import os
-import re
 import signal
 import socket
 import subprocess
@@ -65,10 +63,7 @@ class ServiceTest(EngineTestCase):
         try:
             engine.wait_ready()
             self.assertEqual(notify.recv(4096).decode(), "READY=1\nSTATUS=serving")
-            port = wait_until(lambda: re.search(r"operator routes on http://[^\s\"]+:(\d+)",
-                                                engine.log()), "no operator routes line")
-            operators = copy.copy(engine)
-            operators.port = int(port.group(1))
+            operators = engine.operators()
             self.assertNotEqual(operators.port, engine.port)
 
             # The bettors' port: the bettor WebSocket and the health checks, nothing else.
