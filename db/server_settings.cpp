@@ -35,7 +35,10 @@ constexpr const char* read_sql =
     "                      SELECT FROM tree JOIN pg_class c ON c.oid = tree.relid "
     "                      WHERE c.relkind = 'r' AND NOT EXISTS ("
     "                          SELECT FROM unnest(c.reloptions) o "
-    "                          WHERE o LIKE 'autovacuum\\_%')))";
+    "                          WHERE o LIKE 'autovacuum\\_%'))), "
+    "       current_user::text, "
+    "       (SELECT rolsuper FROM pg_roles WHERE rolname = current_user), "
+    "       pg_has_role(current_user, 'pg_monitor', 'USAGE')";
 
 std::string seconds(std::int64_t ms) {
     return ms % 1000 == 0 ? std::to_string(ms / 1000) + " s" : std::to_string(ms) + " ms";
@@ -92,6 +95,18 @@ std::vector<std::string> judge_server_settings(const server_settings& s, const e
                       "vacuums at the peak; run the migrations again on a fresh database or "
                       "restore the storage parameters (docs/schema.md)");
     }
+    if (s.role_is_superuser) {
+        out.push_back("the engine connects as " + s.role +
+                      ", a superuser: it needs only to own its database and pg_monitor, and a "
+                      "superuser bypasses every permission check and may take the connections "
+                      "kept for an operator at the peak (docs/operations.md, \"The database "
+                      "role\")");
+    } else if (!s.role_monitors) {
+        out.push_back("the engine's role " + s.role +
+                      " lacks pg_monitor: /v1/diagnostics and the peak sampler cannot see what "
+                      "other roles' sessions hold or wait on; GRANT pg_monitor TO " +
+                      s.role);
+    }
     return out;
 }
 
@@ -107,7 +122,11 @@ asio::awaitable<outcome<server_settings>> read_server_settings(connection& conn)
     auto max = rows->get<std::int64_t>(0, 3);
     auto reserved = rows->get<std::int64_t>(0, 4);
     auto tables = rows->get<std::string>(0, 5);
-    if (!idle || !statement || !lock_waits || !max || !reserved || !tables) {
+    auto role = rows->get<std::string>(0, 6);
+    auto superuser = rows->get<bool>(0, 7);
+    auto monitors = rows->get<bool>(0, 8);
+    if (!idle || !statement || !lock_waits || !max || !reserved || !tables || !role || !superuser ||
+        !monitors) {
         co_return detail::make_failure(errc::bad_result, "server settings: unexpected row");
     }
     s.idle_in_transaction_timeout_ms = *idle;
@@ -115,6 +134,9 @@ asio::awaitable<outcome<server_settings>> read_server_settings(connection& conn)
     s.log_lock_waits = *lock_waits;
     s.max_connections = *max;
     s.reserved_connections = *reserved;
+    s.role = *role;
+    s.role_is_superuser = *superuser;
+    s.role_monitors = *monitors;
     for (std::size_t start = 0; start < tables->size();) {
         const auto comma = tables->find(',', start);
         s.hot_tables_on_defaults.push_back(tables->substr(start, comma - start));
@@ -132,7 +154,10 @@ std::string server_settings_json(const server_settings& s,
           {"log_lock_waits", s.log_lock_waits},
           {"max_connections", s.max_connections},
           {"superuser_reserved_connections", s.reserved_connections},
-          {"hot_tables_on_default_autovacuum", s.hot_tables_on_defaults}}},
+          {"hot_tables_on_default_autovacuum", s.hot_tables_on_defaults},
+          {"role", s.role},
+          {"role_is_superuser", s.role_is_superuser},
+          {"role_has_pg_monitor", s.role_monitors}}},
         {"warnings", warnings}};
     return body.dump();
 }

@@ -25,10 +25,16 @@ as_pg_owner() {
 # cluster's guard rails (idle_in_transaction_session_timeout, log_lock_waits: docs/config.md,
 # "Guard rails at the peak"), so the engine's start-up check finds them. THROWAWAY_PG_EXTRA adds
 # server options (e.g. "-c wal_compression=lz4", to compare settings in a benchmark). Sets
-# THROWAWAY_PG_DIR and THROWAWAY_PG_URL. PostgreSQL 15's defaults already make it a primary that
-# standbys can stream from (wal_level replica, 10 WAL senders, 10 slots, initdb's pg_hba.conf
-# trusts local replication connections); max_slot_wal_keep_size bounds the WAL that the slot of
-# a stopped or forgotten standby holds (1GB, so pg_replication_slots.safe_wal_size is a number).
+# THROWAWAY_PG_DIR, THROWAWAY_PG_URL and THROWAWAY_PG_ADMIN_URL. PostgreSQL 15's defaults
+# already make it a primary that standbys can stream from (wal_level replica, 10 WAL senders,
+# 10 slots, initdb's pg_hba.conf trusts local replication connections); max_slot_wal_keep_size
+# bounds the WAL that the slot of a stopped or forgotten standby holds (1GB, so
+# pg_replication_slots.safe_wal_size is a number).
+# Its superuser is `postgres`; the engine and the tests connect as `fulltime`, the role
+# docs/operations.md ("The database role") asks for: LOGIN and pg_monitor, not a superuser, no
+# CREATEDB or REPLICATION. What only an administrator may do (create a database, owned by
+# `fulltime`; replication slots, base backups, settings per database) goes through
+# THROWAWAY_PG_ADMIN_URL.
 start_throwaway_pg() {
     local tuning="-c fsync=off -c synchronous_commit=off -c full_page_writes=off"
     if [ "${1:-}" = durable ]; then tuning=""; fi
@@ -36,7 +42,7 @@ start_throwaway_pg() {
     THROWAWAY_PG_DIR="$(mktemp -d /tmp/fulltime-pg.XXXXXX)"
     chmod 755 "$THROWAWAY_PG_DIR"
     if [ "$(id -u)" -eq 0 ]; then chown postgres: "$THROWAWAY_PG_DIR"; fi
-    as_pg_owner "$PG_BIN/initdb" -D "$THROWAWAY_PG_DIR/data" -U fulltime --auth=trust \
+    as_pg_owner "$PG_BIN/initdb" -D "$THROWAWAY_PG_DIR/data" -U postgres --auth=trust \
         --encoding=UTF8 --locale=C.UTF-8 >"$THROWAWAY_PG_DIR/initdb.log" 2>&1 \
         || { cat "$THROWAWAY_PG_DIR/initdb.log" >&2; die "initdb failed"; }
     as_pg_owner "$PG_BIN/pg_ctl" -D "$THROWAWAY_PG_DIR/data" -l "$THROWAWAY_PG_DIR/server.log" \
@@ -45,7 +51,11 @@ start_throwaway_pg() {
         -c idle_in_transaction_session_timeout=60s -c log_lock_waits=on \
         -c max_slot_wal_keep_size=1GB $tuning" >/dev/null \
         || { cat "$THROWAWAY_PG_DIR/server.log" >&2; die "the throwaway PostgreSQL did not start"; }
+    THROWAWAY_PG_ADMIN_URL="host=$THROWAWAY_PG_DIR port=5432 user=postgres dbname=postgres"
     THROWAWAY_PG_URL="host=$THROWAWAY_PG_DIR port=5432 user=fulltime dbname=postgres"
+    "$PG_BIN/psql" -X -q -v ON_ERROR_STOP=1 -d "$THROWAWAY_PG_ADMIN_URL" \
+        -c "CREATE ROLE fulltime LOGIN" -c "GRANT pg_monitor TO fulltime" >/dev/null \
+        || die "could not create the role fulltime"
     log "throwaway PostgreSQL running in $THROWAWAY_PG_DIR"
 }
 
@@ -76,7 +86,8 @@ stop_throwaway_pg() {
 #                     pg_replication_slots shows its wal_status and safe_wal_size
 #   --set NAME=VALUE  one more server setting (e.g. hot_standby_feedback=on); repeatable
 # Returns once it accepts read-only connections. Sets THROWAWAY_STANDBY_DIR,
-# THROWAWAY_STANDBY_URL and THROWAWAY_STANDBY_NAME (its application_name on the primary, in
+# THROWAWAY_STANDBY_URL (the engine's role), THROWAWAY_STANDBY_ADMIN_URL (the superuser: pausing
+# replay needs it) and THROWAWAY_STANDBY_NAME (its application_name on the primary, in
 # pg_stat_replication, and its slot's name).
 start_throwaway_standby() {
     local slot="" settings=()
@@ -91,7 +102,7 @@ start_throwaway_standby() {
     if [ -z "${THROWAWAY_PG_DIR:-}" ] || [ ! -f "$THROWAWAY_PG_DIR/data/postmaster.pid" ]; then
         die "start_throwaway_standby: no throwaway PostgreSQL runs in '${THROWAWAY_PG_DIR:-}'"
     fi
-    local primary="host=$THROWAWAY_PG_DIR port=5432 user=fulltime"
+    local primary="host=$THROWAWAY_PG_DIR port=5432 user=postgres"
     local id
     id="$(od -An -N4 -tx1 /dev/urandom | tr -d ' \n')"
     THROWAWAY_STANDBY_NAME="standby_$id"
@@ -140,8 +151,9 @@ start_throwaway_standby() {
     as_pg_owner "$PG_BIN/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start >/dev/null \
         || { cat "$dir/server.log" >&2; die "the throwaway standby did not start"; }
     THROWAWAY_STANDBY_URL="host=$dir port=5432 user=fulltime dbname=postgres"
+    THROWAWAY_STANDBY_ADMIN_URL="host=$dir port=5432 user=postgres dbname=postgres"
     local recovering
-    recovering="$("$PG_BIN/psql" -X -A -t -d "$THROWAWAY_STANDBY_URL" \
+    recovering="$("$PG_BIN/psql" -X -A -t -d "$THROWAWAY_STANDBY_ADMIN_URL" \
                   -c 'SELECT pg_is_in_recovery()')" || true
     [ "$recovering" = t ] || die "the throwaway standby in $dir is not in recovery"
     log "throwaway standby $THROWAWAY_STANDBY_NAME running in $dir"
@@ -160,7 +172,7 @@ stop_throwaway_standby() {
     if [ -f "$dir/slot" ] && [ -f "$primary_dir/data/postmaster.pid" ]; then
         # The primary's WAL sender ends a moment after the standby, and an active slot cannot
         # be dropped: try again while it is active, for at most 10 s.
-        local primary="host=$primary_dir port=5432 user=fulltime dbname=postgres"
+        local primary="host=$primary_dir port=5432 user=postgres dbname=postgres"
         local name tries=100
         name="$(cat "$dir/slot")"
         while [ "$("$PG_BIN/psql" -X -A -t -d "$primary" -c "

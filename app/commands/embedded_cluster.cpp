@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <memory>
 #include <stdexcept>
+#include <string_view>
 #include <utility>
 
 namespace fulltime::app {
@@ -21,7 +22,10 @@ namespace {
 // Unix socket paths are limited to 107 bytes (sun_path); PostgreSQL appends "/.s.PGSQL.5432".
 constexpr std::size_t socket_dir_bytes_max = 90;
 constexpr const char* database_name = "fulltime";
-constexpr const char* superuser_name = "fulltime";
+// The cluster's superuser, for its administrator (base backups, psql as an operator), and the
+// role the engine connects as, which is not one.
+constexpr const char* superuser_name = "postgres";
+constexpr const char* engine_role = "fulltime";
 // The private cluster's WAL settings (docs/config.md, "WAL settings"): full-page images
 // compressed with lz4, and checkpoints spaced further apart than PostgreSQL's defaults (5 min,
 // 1 GB), so that fewer page writes after a checkpoint carry a whole page.
@@ -78,32 +82,70 @@ void run_checked(const std::vector<std::string>& argv, const std::string& log_pa
     }
 }
 
-void ensure_database(const std::string& socket_dir) {
-    const std::string admin = "host=" + socket_dir + " port=5432 user=" + superuser_name +
-                              " dbname=postgres connect_timeout=10";
-    std::unique_ptr<PGconn, decltype(&PQfinish)> conn(PQconnectdb(admin.c_str()), &PQfinish);
-    if (PQstatus(conn.get()) != CONNECTION_OK) {
-        std::string msg = PQerrorMessage(conn.get());
-        msg = msg.substr(0, msg.find('\n'));
-        fail("cannot connect to the started cluster: " + msg);
-    }
-    const char* values[] = {database_name};
-    std::unique_ptr<PGresult, decltype(&PQclear)> exists(
-        PQexecParams(conn.get(), "SELECT 1 FROM pg_database WHERE datname = $1", 1, nullptr, values,
-                     nullptr, nullptr, 0),
+using pg_connection = std::unique_ptr<PGconn, decltype(&PQfinish)>;
+using pg_result = std::unique_ptr<PGresult, decltype(&PQclear)>;
+
+pg_connection connect_as(const std::string& socket_dir, const char* role) {
+    const std::string conninfo =
+        "host=" + socket_dir + " port=5432 user=" + role + " dbname=postgres connect_timeout=10";
+    return pg_connection(PQconnectdb(conninfo.c_str()), &PQfinish);
+}
+
+std::string first_line(const char* message) {
+    std::string msg = message;
+    return msg.substr(0, msg.find('\n'));
+}
+
+// Runs `sql` (constants of ours, never user input) with `value` as $1 and returns its result,
+// which holds tuples or nothing; fails with `what` otherwise.
+pg_result run_sql(PGconn* conn, const char* sql, const char* value, const std::string& what) {
+    const char* values[] = {value};
+    pg_result res(
+        PQexecParams(conn, sql, value != nullptr ? 1 : 0, nullptr, values, nullptr, nullptr, 0),
         &PQclear);
-    if (PQresultStatus(exists.get()) != PGRES_TUPLES_OK) {
-        fail(std::string("cannot list databases: ") + PQresultErrorMessage(exists.get()));
+    const auto status = PQresultStatus(res.get());
+    if (status != PGRES_TUPLES_OK && status != PGRES_COMMAND_OK) {
+        fail("cannot " + what + ": " + first_line(PQresultErrorMessage(res.get())));
     }
-    if (PQntuples(exists.get()) == 0) {
-        // The name is a constant of ours, never user input.
-        std::unique_ptr<PGresult, decltype(&PQclear)> created(
-            PQexec(conn.get(), "CREATE DATABASE fulltime"), &PQclear);
-        if (PQresultStatus(created.get()) != PGRES_COMMAND_OK) {
-            fail(std::string("cannot create database fulltime: ") +
-                 PQresultErrorMessage(created.get()));
+    return res;
+}
+
+// Makes the engine's role and database in the started cluster when they are missing, as
+// docs/operations.md ("The database role") sets up a server of one's own: a role that logs in,
+// owns its database and has pg_monitor, and is not a superuser. Returns the role to connect as.
+// A cluster made by an earlier release has no `postgres` role: its superuser, `fulltime`, is
+// the engine's role, and it stays so (a bootstrap superuser cannot be demoted); the start-up
+// check then warns about it.
+std::string ensure_role_and_database(const std::string& socket_dir) {
+    auto conn = connect_as(socket_dir, superuser_name);
+    if (PQstatus(conn.get()) != CONNECTION_OK) {
+        const std::string why = first_line(PQerrorMessage(conn.get()));
+        auto legacy = connect_as(socket_dir, engine_role);
+        const char* superuser = PQparameterStatus(legacy.get(), "is_superuser");
+        if (PQstatus(legacy.get()) != CONNECTION_OK || superuser == nullptr ||
+            std::string_view(superuser) != "on") {
+            fail("cannot connect to the started cluster: " + why);
+        }
+        log::warn(
+            "this private cluster was made by an earlier release: the engine connects as "
+            "its superuser, fulltime (docs/operations.md, \"The database role\")");
+        conn = std::move(legacy);
+    } else {
+        auto role = run_sql(conn.get(), "SELECT 1 FROM pg_roles WHERE rolname = $1", engine_role,
+                            "list roles");
+        if (PQntuples(role.get()) == 0) {
+            run_sql(conn.get(), "CREATE ROLE fulltime LOGIN", nullptr, "create role fulltime");
+            run_sql(conn.get(), "GRANT pg_monitor TO fulltime", nullptr,
+                    "grant pg_monitor to fulltime");
         }
     }
+    auto exists = run_sql(conn.get(), "SELECT 1 FROM pg_database WHERE datname = $1", database_name,
+                          "list databases");
+    if (PQntuples(exists.get()) == 0) {
+        run_sql(conn.get(), "CREATE DATABASE fulltime OWNER fulltime", nullptr,
+                "create database fulltime");
+    }
+    return engine_role;
 }
 
 }  // namespace
@@ -183,9 +225,8 @@ embedded_cluster embedded_cluster::start(const config& cfg) {
         log::info("private PostgreSQL cluster started (socket in " + socket_dir + ")");
     }
     c.running_ = true;
-    ensure_database(socket_dir);
-    c.conninfo_ =
-        "host=" + socket_dir + " port=5432 user=" + superuser_name + " dbname=" + database_name;
+    const std::string role = ensure_role_and_database(socket_dir);
+    c.conninfo_ = "host=" + socket_dir + " port=5432 user=" + role + " dbname=" + database_name;
     return c;
 }
 

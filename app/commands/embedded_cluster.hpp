@@ -1,7 +1,9 @@
 #pragma once
 /// The private PostgreSQL cluster `fulltime serve` runs when no database URL is configured:
 /// created in the state directory with the installed server binaries, listening on a Unix
-/// socket only, owned by the `postgres` user when the engine runs as root.
+/// socket only, owned by the `postgres` user when the engine runs as root. Its superuser is
+/// `postgres`; the engine connects as `fulltime`, which owns the `fulltime` database, has
+/// pg_monitor and is not a superuser.
 
 #include "fulltime/config/config.hpp"
 
@@ -16,8 +18,8 @@ namespace fulltime::app {
 class embedded_cluster {
 public:
     /// Creates the cluster on first use (initdb), starts it (or adopts one left running by an
-    /// engine that was killed), and creates the `fulltime` database. Throws std::runtime_error
-    /// with a one-line message on failure.
+    /// engine that was killed), and creates the `fulltime` role and database. Throws
+    /// std::runtime_error with a one-line message on failure.
     static embedded_cluster start(const config& cfg);
 
     embedded_cluster(embedded_cluster&& other) noexcept;

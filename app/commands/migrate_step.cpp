@@ -54,8 +54,15 @@ boost::asio::awaitable<std::string> check_server_settings(boost::asio::any_io_ex
     auto conn = co_await db::connection::open(
         executor, conninfo, std::chrono::milliseconds(cfg.database.connect_timeout_ms),
         std::chrono::milliseconds(cfg.database.query_timeout_ms), true, plain);
-    auto settings = conn ? co_await db::read_server_settings(**conn)
-                         : db::outcome<db::server_settings>(conn.error());
+    // Not `conn ? co_await ... : ...`: GCC 12 copies the result of a co_await in a conditional
+    // operator bitwise, and a std::string in it (the role's name, in its inline buffer) then
+    // frees a pointer into the coroutine frame.
+    db::outcome<db::server_settings> settings = db::outcome<db::server_settings>(db::failure{});
+    if (conn) {
+        settings = co_await db::read_server_settings(**conn);
+    } else {
+        settings = conn.error();
+    }
     if (!settings) {
         const std::string why = db::describe(settings.error());
         log::warn("server settings: not checked: " + why);

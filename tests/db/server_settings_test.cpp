@@ -18,6 +18,8 @@ server_settings good() {
     s.log_lock_waits = true;
     s.max_connections = 100;
     s.reserved_connections = 3;
+    s.role = "fulltime";
+    s.role_monitors = true;
     return s;
 }
 
@@ -60,6 +62,18 @@ TEST_CASE("each risky setting gives one warning that names it") {
     w = judge_server_settings(s, engine());
     REQUIRE(w.size() == 1);
     CHECK(mentions(w, "accounts, outbox"));
+
+    s = good();
+    s.role_is_superuser = true;
+    w = judge_server_settings(s, engine());
+    REQUIRE(w.size() == 1);
+    CHECK(mentions(w, "connects as fulltime, a superuser"));
+
+    s = good();
+    s.role_monitors = false;
+    w = judge_server_settings(s, engine());
+    REQUIRE(w.size() == 1);
+    CHECK(mentions(w, "GRANT pg_monitor TO fulltime"));
 }
 
 TEST_CASE("without session timeouts the engine's own sessions need the server's") {

@@ -31,6 +31,22 @@ def test_database_url():
     return url
 
 
+def admin_database_url(dbname=None):
+    """The test server's superuser (FULLTIME_TEST_ADMIN_URL; the test URL when unset), for what
+    the engine's role may not do: create databases, replication slots, settings per database.
+    On `dbname` when given."""
+    url = os.environ.get("FULLTIME_TEST_ADMIN_URL") or test_database_url()
+    return psycopg.conninfo.make_conninfo(url, dbname=dbname) if dbname else url
+
+
+def admin_sql(query, *args, dbname=None):
+    """Runs one statement as the test server's superuser (on `dbname` when given); returns its
+    rows ([] when it has none)."""
+    with psycopg.connect(admin_database_url(dbname), autocommit=True) as conn:
+        cur = conn.execute(query, args)
+        return cur.fetchall() if cur.description else []
+
+
 def wait_until(probe, what, timeout_s=30, interval_s=0.1):
     """Returns probe()'s first truthy result, asking every `interval_s`; raises AssertionError
     with `what` once `timeout_s` has passed without one."""
@@ -59,16 +75,16 @@ def engine_env(extra=None, state_dir=None):
 
 
 def scratch_database():
-    """Creates an empty database on the test server; returns (name, conninfo)."""
+    """Creates an empty database on the test server, made by the superuser and owned by the
+    engine's role (as docs/operations.md sets one up); returns (name, conninfo)."""
     name = "ft_e2e_" + uuid.uuid4().hex[:12]
-    with psycopg.connect(test_database_url(), autocommit=True) as conn:
-        conn.execute(f"CREATE DATABASE {name} TEMPLATE template0")
+    owner = psycopg.conninfo.conninfo_to_dict(test_database_url()).get("user")
+    admin_sql(f'CREATE DATABASE {name} TEMPLATE template0' + (f' OWNER "{owner}"' if owner else ""))
     return name, psycopg.conninfo.make_conninfo(test_database_url(), dbname=name)
 
 
 def drop_database(name):
-    with psycopg.connect(test_database_url(), autocommit=True) as conn:
-        conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+    admin_sql(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
 
 
 def database_env(extra=None):
@@ -82,6 +98,38 @@ def run_cli(args, env, timeout=60):
     """Runs `fulltime ARGS` to completion; returns (exit status, stdout, stderr)."""
     p = subprocess.run([BINARY] + args, env=env, capture_output=True, text=True, timeout=timeout)
     return p.returncode, p.stdout, p.stderr
+
+
+PG_BIN = "/usr/lib/postgresql/15/bin"
+
+
+def as_pg_owner(command):
+    """initdb, pg_ctl and postgres refuse to run as root: as root, server binaries run as the
+    postgres user (as scripts/lib.sh does)."""
+    return ["runuser", "-u", "postgres", "--"] + command if os.geteuid() == 0 else command
+
+
+def cli_token(env, *args):
+    """Returns `fulltime token ARGS` run with `env` (e.g. "account", "42"); fails loudly."""
+    code, out, err = run_cli(["token", *args], env)
+    if code != 0:
+        raise AssertionError(f"fulltime token {' '.join(args)}: {err}")
+    return out.strip()
+
+
+def admin_token(env, operator):
+    """An admin token naming `operator`; from a binary of a release before named admin tokens
+    (upgrade_fixture.py runs one), the plain one it takes."""
+    code, out, _ = run_cli(["token", "admin", operator], env)
+    return out.strip() if code == 0 else cli_token(env, "admin")
+
+
+def post_ok(engine, path, body, bearer):
+    """POSTs `body` and returns the parsed answer; fails unless it is 200 or 201."""
+    status, answer = engine.post_json(path, body, bearer)
+    if status not in (200, 201):
+        raise AssertionError(f"POST {path} {body}: {status} {answer}")
+    return answer
 
 
 class Engine:

@@ -29,11 +29,10 @@ import subprocess
 
 import psycopg
 
-from harness import test_database_url, wait_until
+from harness import PG_BIN, as_pg_owner, test_database_url, wait_until
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 TEST_DB = os.path.join(ROOT, "scripts", "test-db")
-PG_BIN = "/usr/lib/postgresql/15/bin"
 CREATE_TIMEOUT_S = 120
 PG_CTL_TIMEOUT_S = 60
 
@@ -44,14 +43,6 @@ pg_replication_slots rows (one when it has a slot), each a dict by column name."
 
 # Standbys not yet destroyed, destroyed at exit if their test did not.
 _living = set()
-
-
-def _as_pg_owner(command):
-    """pg_ctl refuses to run as root: as root, it runs as the postgres user (as scripts/lib.sh
-    does)."""
-    if os.geteuid() == 0:
-        return ["runuser", "-u", "postgres", "--"] + command
-    return command
 
 
 def _rows(url, query, *args):
@@ -95,6 +86,8 @@ class Standby:
         self.slot = self.name if slot else None
         self.primary_url = test_database_url()
         self._url = values["FULLTIME_TEST_STANDBY_URL"]
+        # The standby's superuser: pausing and resuming replay is not the engine role's to do.
+        self._admin_url = values["FULLTIME_TEST_STANDBY_ADMIN_URL"]
         self._data = os.path.join(self.dir, "data")
         _living.add(self)
 
@@ -123,13 +116,13 @@ class Standby:
     def pause_replay(self, timeout_s=30):
         """Pauses WAL replay (pg_wal_replay_pause) and returns once it is paused: the standby
         still receives WAL, its sessions see nothing newer."""
-        _value(self._url, "SELECT pg_wal_replay_pause()")
+        _value(self._admin_url, "SELECT pg_wal_replay_pause()")
         wait_until(lambda: _value(self._url, "SELECT pg_get_wal_replay_pause_state()") == "paused",
                    f"standby {self.name}: replay never paused", timeout_s)
 
     def resume_replay(self):
         """Resumes WAL replay (pg_wal_replay_resume)."""
-        _value(self._url, "SELECT pg_wal_replay_resume()")
+        _value(self._admin_url, "SELECT pg_wal_replay_resume()")
 
     def wait_caught_up(self, lsn=None, timeout_s=30):
         """Returns once the standby has replayed up to `lsn` (by default the primary's
@@ -181,7 +174,7 @@ class Standby:
 
     def _pg_ctl(self, *args):
         # No pipes: a started server would inherit them (its log is server.log).
-        done = subprocess.run(_as_pg_owner([os.path.join(PG_BIN, "pg_ctl"), "-D", self._data,
+        done = subprocess.run(as_pg_owner([os.path.join(PG_BIN, "pg_ctl"), "-D", self._data,
                                             "-w", "-t", str(PG_CTL_TIMEOUT_S), *args]),
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                               timeout=PG_CTL_TIMEOUT_S + 10)

@@ -63,10 +63,10 @@ import websockets.client
 import websockets.exceptions
 
 from fixtures import HOME_WINS, MARKET, OTHER_MARKET
-from harness import Engine, engine_env, run_cli, wait_until
+from harness import (PG_BIN, Engine, admin_token, as_pg_owner, cli_token, engine_env, post_ok,
+                     wait_until)
 from money import assert_money_invariants
 
-PG_BIN = "/usr/lib/postgresql/15/bin"
 PG_CTL_TIMEOUT_S = 60
 ACCOUNTS = list(range(1, 11))
 DEPOSIT = "10000.00"
@@ -97,11 +97,6 @@ PRIMARY_SETTINGS = {
 
 
 # Helpers that would belong in harness.py (or scripts/lib.sh): a cluster of the test's own.
-
-def as_pg_owner(command):
-    """initdb and postgres refuse to run as root: as root, server binaries run as postgres."""
-    return ["runuser", "-u", "postgres", "--"] + command if os.geteuid() == 0 else command
-
 
 def make_pg_dir(path):
     """A directory the server's user owns."""
@@ -282,27 +277,6 @@ class Bettors:
             self.errors.append(f"account {account}: connection lost: {e!r}")
 
 
-def token(env, *args):
-    code, out, err = run_cli(["token", *args], env)
-    if code != 0:
-        raise AssertionError(f"fulltime token {' '.join(args)}: {err}")
-    return out.strip()
-
-
-def admin_token(env):
-    # Named admin tokens (`token admin NAME`) are on their way; until the binary has them the
-    # plain form is the one it takes.
-    code, out, _ = run_cli(["token", "admin", "backup-test"], env)
-    return out.strip() if code == 0 else token(env, "admin")
-
-
-def post(engine, path, body, bearer):
-    status, answer = engine.post_json(path, body, bearer)
-    if status not in (200, 201):
-        raise AssertionError(f"POST {path} {body}: {status} {answer}")
-    return answer
-
-
 class BackupRestoreTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -350,14 +324,15 @@ class BackupRestoreTest(unittest.TestCase):
         engine = Engine(cls.env)
         try:
             engine.wait_ready(60)
-            admin, producer = admin_token(cls.env), token(cls.env, "producer", "feed-1")
-            post(engine, "/v1/feed", MARKET, producer)
-            post(engine, "/v1/feed", OTHER_MARKET, producer)
+            admin, producer = (admin_token(cls.env, "backup-test"),
+                               cli_token(cls.env, "producer", "feed-1"))
+            post_ok(engine, "/v1/feed", MARKET, producer)
+            post_ok(engine, "/v1/feed", OTHER_MARKET, producer)
             for a in ACCOUNTS:
-                post(engine, "/v1/accounts", {"account_id": a, "currency": "EUR"}, admin)
-                post(engine, f"/v1/accounts/{a}/deposits", {"amount": DEPOSIT, "key": f"d-{a}"},
+                post_ok(engine, "/v1/accounts", {"account_id": a, "currency": "EUR"}, admin)
+                post_ok(engine, f"/v1/accounts/{a}/deposits", {"amount": DEPOSIT, "key": f"d-{a}"},
                      admin)
-            tokens = {a: token(cls.env, "account", str(a)) for a in ACCOUNTS}
+            tokens = {a: cli_token(cls.env, "account", str(a)) for a in ACCOUNTS}
             bettors = Bettors(engine, tokens, [(1001, "2.50"), (1002, "3.10")])
             try:
                 bettors.wait_for(BEFORE_BACKUP, "bets before the backup")
@@ -367,7 +342,7 @@ class BackupRestoreTest(unittest.TestCase):
                 copy.start()
                 try:
                     bettors.selections = [(2001, "2.00")]
-                    post(engine, "/v1/feed", HOME_WINS, producer)
+                    post_ok(engine, "/v1/feed", HOME_WINS, producer)
                 finally:
                     copy.join(PG_CTL_TIMEOUT_S * 2)
                 if copy.is_alive() or backup.get("status") != 0:
@@ -396,7 +371,7 @@ class BackupRestoreTest(unittest.TestCase):
                     # The correction's first batch, then the point: most likely in the middle
                     # of the correction (not required: each batch is one transaction).
                     settled = settlement_rows()
-                    post(engine, "/v1/feed", AWAY_WINS, producer)
+                    post_ok(engine, "/v1/feed", AWAY_WINS, producer)
                     wait_until(lambda: settlement_rows() > settled,
                                "the correction never started:\n" + engine.log()[-3000:], 120,
                                0.01)
@@ -520,7 +495,7 @@ class BackupRestoreTest(unittest.TestCase):
                 async with websockets.client.connect(
                         engine.ws_url("/v1/bets"),
                         extra_headers={"Authorization": "Bearer "
-                                       + token(env, "account", str(account))}) as ws:
+                                       + cli_token(env, "account", str(account))}) as ws:
                     answers = []
                     for message in (request, fresh):
                         await ws.send(json.dumps(message))

@@ -28,7 +28,7 @@ import websockets.client
 import websockets.exceptions
 
 from fixtures import MARKET, OTHER_MARKET
-from harness import BINARY, Engine, EngineTestCase, PgBouncer, run_cli
+from harness import BINARY, Engine, EngineTestCase, PgBouncer, admin_sql, run_cli
 from money import assert_money_invariants
 
 # The markets of the settlement burst: 100..103, selections m*10+1 (home) and m*10+2.
@@ -143,8 +143,8 @@ class DiagnosisTest(EngineTestCase):
         # A replication slot that reserves WAL (cluster-wide: named after this test's database
         # and dropped after it) for the slot readings.
         slot = self.db_name + "_slot"
-        self.sql("SELECT pg_create_physical_replication_slot(%s, true)", slot)
-        self.addCleanup(self.sql, "SELECT pg_drop_replication_slot(%s)", slot)
+        admin_sql("SELECT pg_create_physical_replication_slot(%s, true)", slot)
+        self.addCleanup(admin_sql, "SELECT pg_drop_replication_slot(%s)", slot)
         engine = self.start()
         try:
             self.send_market(engine, MARKET)

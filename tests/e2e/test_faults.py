@@ -22,10 +22,9 @@ import websockets.client
 import websockets.exceptions
 
 from fixtures import HOME_WINS, MARKET, OTHER_MARKET
-from harness import Engine, EngineTestCase, engine_env
+from harness import PG_BIN, Engine, EngineTestCase, engine_env
 from money import assert_money_invariants
 
-PG_BIN = "/usr/lib/postgresql/15/bin"
 ACCOUNTS = list(range(1, 21))
 BURST_BETS = 150     # per account, on market 100, before the result
 DURING_BETS = 60     # per account, on market 200, while the market settles

@@ -13,6 +13,8 @@
 #include <cstdlib>
 #include <memory>
 #include <stdexcept>
+#include <utility>
+#include <vector>
 
 namespace fulltime::test {
 
@@ -25,6 +27,11 @@ std::string server_url() {
         std::abort();
     }
     return url;
+}
+
+std::string admin_url() {
+    const char* url = std::getenv("FULLTIME_TEST_ADMIN_URL");
+    return url == nullptr || *url == '\0' ? server_url() : std::string(url);
 }
 
 namespace {
@@ -43,7 +50,10 @@ std::string quote_value(const std::string& v) {
 
 }  // namespace
 
-std::string with_dbname(const std::string& conninfo, const std::string& dbname) {
+namespace {
+
+// Returns the keywords and values set in `conninfo` (a URI or keyword/value string).
+std::vector<std::pair<std::string, std::string>> conninfo_options(const std::string& conninfo) {
     char* err = nullptr;
     PQconninfoOption* opts = PQconninfoParse(conninfo.c_str(), &err);
     if (opts == nullptr) {
@@ -51,15 +61,35 @@ std::string with_dbname(const std::string& conninfo, const std::string& dbname) 
         PQfreemem(err);
         throw std::runtime_error(msg);
     }
-    std::string out;
+    std::vector<std::pair<std::string, std::string>> out;
     for (PQconninfoOption* o = opts; o->keyword != nullptr; ++o) {
-        if (o->val == nullptr || std::string_view{o->keyword} == "dbname") {
-            continue;
+        if (o->val != nullptr) {
+            out.emplace_back(o->keyword, o->val);
         }
-        out += std::string(o->keyword) + "=" + quote_value(o->val) + " ";
     }
     PQconninfoFree(opts);
+    return out;
+}
+
+}  // namespace
+
+std::string with_dbname(const std::string& conninfo, const std::string& dbname) {
+    std::string out;
+    for (const auto& [keyword, value] : conninfo_options(conninfo)) {
+        if (keyword != "dbname") {
+            out += keyword + "=" + quote_value(value) + " ";
+        }
+    }
     return out + "dbname=" + quote_value(dbname);
+}
+
+std::optional<std::string> user_of(const std::string& conninfo) {
+    for (const auto& [keyword, value] : conninfo_options(conninfo)) {
+        if (keyword == "user" && !value.empty()) {
+            return value;
+        }
+    }
+    return std::nullopt;
 }
 
 std::optional<std::string> exec_scalar(const std::string& conninfo, const std::string& sql) {
@@ -83,13 +113,17 @@ scratch_database::scratch_database() {
     const auto now = std::chrono::steady_clock::now().time_since_epoch().count();
     name_ = "ft_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++) + "_" +
             std::to_string(now % 1000000);
-    exec_scalar(server_url(), "CREATE DATABASE " + name_ + " TEMPLATE template0");
+    // Made by the administrator and owned by the engine's role, as docs/operations.md says to
+    // set a database up: the role itself may not create databases.
+    const auto owner = user_of(server_url());
+    exec_scalar(admin_url(), "CREATE DATABASE " + name_ + " TEMPLATE template0" +
+                                 (owner ? " OWNER \"" + *owner + "\"" : std::string()));
     url_ = with_dbname(server_url(), name_);
 }
 
 scratch_database::~scratch_database() {
     try {
-        exec_scalar(server_url(), "DROP DATABASE IF EXISTS " + name_ + " WITH (FORCE)");
+        exec_scalar(admin_url(), "DROP DATABASE IF EXISTS " + name_ + " WITH (FORCE)");
     } catch (const std::exception& e) {
         std::fprintf(stderr, "could not drop %s: %s\n", name_.c_str(), e.what());
     }

@@ -25,6 +25,14 @@ boost::asio::awaitable<bool> apply_migrations(db::pool* pool,
 /// with a clear message when it is unset: a pg test must never pass by not running.
 std::string server_url();
 
+/// Returns the conninfo of the test server's superuser (FULLTIME_TEST_ADMIN_URL), for what the
+/// engine's role may not do: create and drop databases, settings per database. The test URL when
+/// it is unset (a server whose test role is its own administrator).
+std::string admin_url();
+
+/// Returns the role name in `conninfo` (its `user`), or nullopt when it names none.
+std::optional<std::string> user_of(const std::string& conninfo);
+
 /// Returns `conninfo` with its dbname replaced (works for URIs and keyword/value strings).
 std::string with_dbname(const std::string& conninfo, const std::string& dbname);
 
@@ -32,8 +40,8 @@ std::string with_dbname(const std::string& conninfo, const std::string& dbname);
 /// column of the first row, or nullopt when there is none. Throws on error.
 std::optional<std::string> exec_scalar(const std::string& conninfo, const std::string& sql);
 
-/// Creates a fresh, empty database on the test server and drops it on destruction, so each
-/// test case starts from nothing and cases may run in parallel.
+/// Creates a fresh, empty database on the test server, owned by the test role, and drops it on
+/// destruction, so each test case starts from nothing and cases may run in parallel.
 class scratch_database {
 public:
     scratch_database();

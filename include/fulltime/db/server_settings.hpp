@@ -1,8 +1,9 @@
 #pragma once
 /// The server settings that matter at the peak, read once when the engine starts and judged
 /// (docs/config.md, "Guard rails at the peak"): the two timeouts that bound what a session can
-/// hold, lock-wait logging, connections against the engine's pools, and the hot tables' own
-/// autovacuum settings. Risky values become warnings, logged and shown in /v1/diagnostics.
+/// hold, lock-wait logging, connections against the engine's pools, the hot tables' own
+/// autovacuum settings, and the engine's role (docs/operations.md, "The database role"). Risky
+/// values become warnings, logged and shown in /v1/diagnostics.
 
 #include "fulltime/db/connection.hpp"
 
@@ -25,6 +26,9 @@ struct server_settings {
     /// The hot tables (updated or churned on the placement and settlement paths) that have no
     /// autovacuum_* storage parameter of their own, so run on the server's defaults.
     std::vector<std::string> hot_tables_on_defaults;
+    std::string role;                ///< the session's role (current_user)
+    bool role_is_superuser = false;  ///< it bypasses every permission check
+    bool role_monitors = false;      ///< it has pg_monitor's privileges (sees others' sessions)
 };
 
 /// Holds what the engine itself puts on its sessions, for judging the settings against it.
