@@ -18,6 +18,15 @@ from websockets.exceptions import InvalidStatusCode
 from harness import PG_BIN, Engine, EngineTestCase, admin_sql, as_pg_owner, engine_env, run_cli
 
 
+def server_settings(engine, env):
+    """The start-up check's findings, from /v1/diagnostics (`database.server_settings`)."""
+    code, admin, err = run_cli(["token", "admin", "e2e-operator"], env)
+    assert code == 0, err
+    status, body = engine.get_json("/v1/diagnostics", {"Authorization": "Bearer " + admin.strip()})
+    assert status == 200, body
+    return body["database"]["server_settings"]
+
+
 class WithDatabase(EngineTestCase):
     # These tests make their own tokens: some check what the first command creates.
     TOKENS = False
@@ -95,12 +104,7 @@ class ServeTest(WithDatabase):
         engine = Engine(self.env)
         try:
             engine.wait_ready()
-            code, admin, err = run_cli(["token", "admin", "e2e-operator"], self.env)
-            self.assertEqual(code, 0, err)
-            status, body = engine.get_json("/v1/diagnostics",
-                                           {"Authorization": "Bearer " + admin.strip()})
-            self.assertEqual(status, 200, body)
-            checked = body["database"]["server_settings"]
+            checked = server_settings(engine, self.env)
             self.assertFalse(checked["settings"]["log_lock_waits"], checked)
             # The tests' role is the one docs/operations.md asks for, and the check sees it.
             self.assertEqual((checked["settings"]["role"], checked["settings"]["role_is_superuser"],
@@ -189,12 +193,7 @@ class EmbeddedClusterTest(unittest.TestCase):
             self.assertTrue(os.path.exists(pid_file))
             self.assertEqual(engine.get_json("/readyz"), (200, {"status": "ready"}))
             # The private cluster starts with the guard rails: the start-up check finds nothing.
-            code, admin, err = run_cli(["token", "admin", "e2e-operator"], env)
-            self.assertEqual(code, 0, err)
-            status, body = engine.get_json("/v1/diagnostics",
-                                           {"Authorization": "Bearer " + admin.strip()})
-            self.assertEqual(status, 200, body)
-            checked = body["database"]["server_settings"]
+            checked = server_settings(engine, env)
             self.assertEqual(checked["warnings"], [], checked)
             self.assertEqual(checked["settings"]["idle_in_transaction_session_timeout_ms"], 60000)
             self.assertTrue(checked["settings"]["log_lock_waits"])
@@ -238,12 +237,7 @@ class EmbeddedClusterTest(unittest.TestCase):
         try:
             engine.wait_ready(60)
             self.assertIn("made by an earlier release", engine.log())
-            code, admin, err = run_cli(["token", "admin", "e2e-operator"], env)
-            self.assertEqual(code, 0, err)
-            status, body = engine.get_json("/v1/diagnostics",
-                                           {"Authorization": "Bearer " + admin.strip()})
-            self.assertEqual(status, 200, body)
-            checked = body["database"]["server_settings"]
+            checked = server_settings(engine, env)
             self.assertTrue(checked["settings"]["role_is_superuser"], checked)
             self.assertEqual(len(checked["warnings"]), 1, checked)
             self.assertIn("connects as fulltime, a superuser", checked["warnings"][0])
