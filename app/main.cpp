@@ -5,6 +5,7 @@
 
 #include "fulltime/config/config.hpp"
 #include "fulltime/core/log.hpp"
+#include "fulltime/version.hpp"
 
 #include <cstdio>
 #include <exception>
@@ -85,7 +86,8 @@ int main(int argc, char** argv) {
     const std::string command = args[0];
     args.erase(args.begin());
     if (command == "version" || command == "--version") {
-        std::printf("fulltime 0.1.0\n");
+        std::printf("fulltime %.*s\n", static_cast<int>(fulltime::version.size()),
+                    fulltime::version.data());
         return 0;
     }
 
