@@ -50,10 +50,10 @@ void check_reachable(const std::string& conninfo, std::int64_t timeout_ms) {
 
 }  // namespace
 
-database_target open_database_target(const config& cfg) {
+database_target open_database_target(const config& cfg, bool create_cluster) {
     database_target t;
     if (cfg.database.url.empty()) {
-        t.cluster.emplace(embedded_cluster::start(cfg));
+        t.cluster.emplace(embedded_cluster::start(cfg, create_cluster));
         t.conninfo = t.cluster->conninfo();
     } else {
         t.conninfo = cfg.database.url;
@@ -73,17 +73,21 @@ database_target open_database_target(const config& cfg) {
     return t;
 }
 
+void leave_adopted_cluster_running(database_target& target) {
+    if (target.cluster && target.cluster->adopted()) {
+        target.cluster->leave_running();
+    }
+}
+
 std::optional<database_target> open_command_target(const config& cfg) {
     std::optional<database_target> target;
     try {
-        target.emplace(open_database_target(cfg));
+        target.emplace(open_database_target(cfg, false));
     } catch (const std::exception& e) {
         std::fprintf(stderr, "fulltime: %s\n", e.what());
         return std::nullopt;
     }
-    if (target->cluster && target->cluster->adopted()) {
-        target->cluster->leave_running();
-    }
+    leave_adopted_cluster_running(*target);
     return target;
 }
 

@@ -16,16 +16,23 @@ struct database_target {
     std::optional<embedded_cluster> cluster;
 };
 
-/// Resolves the database: starts the embedded cluster when database.url is empty, then checks
+/// Resolves the database: starts the embedded cluster when database.url is empty (making it
+/// first when there is none and `create_cluster` is true), then checks
 /// that the server answers within connect_timeout_ms (a standby that does not answer is logged,
 /// not fatal). Throws std::runtime_error with one line
 /// ("cannot reach the database at host=...: connection refused") otherwise.
-database_target open_database_target(const config& cfg);
+database_target open_database_target(const config& cfg, bool create_cluster = true);
 
-/// Resolves the database for a command that runs beside the engine (audit, reconcile,
-/// partitions, void-overdue): as open_database_target, and a private cluster that a running
-/// `fulltime serve` started is left running on exit (stopping it would take the engine's
-/// database away). Prints "fulltime: <why>" on stderr and returns nullopt when it cannot.
+/// Leaves a private cluster that `target` found running (a `fulltime serve`'s) running when the
+/// target goes away: stopping it would take the engine's database away. For commands that run
+/// beside the engine.
+void leave_adopted_cluster_running(database_target& target);
+
+/// Resolves the database for a command that checks or reads it beside the engine (audit,
+/// reconcile, partitions, project): as open_database_target, but it never makes a private
+/// cluster (a new, empty one would only hide a wrong --config or a missing restore), and one
+/// that a running `fulltime serve` started is left running. Prints "fulltime: <why>" on stderr
+/// and returns nullopt when it cannot.
 std::optional<database_target> open_command_target(const config& cfg);
 
 /// Returns a conninfo or URI with any password replaced by "***", for logs and errors.

@@ -150,7 +150,7 @@ std::string ensure_role_and_database(const std::string& socket_dir) {
 
 }  // namespace
 
-embedded_cluster embedded_cluster::start(const config& cfg) {
+embedded_cluster embedded_cluster::start(const config& cfg, bool create) {
     embedded_cluster c;
     c.bin_dir_ = cfg.embedded.bin_dir;
     for (const char* tool : {"initdb", "pg_ctl", "postgres"}) {
@@ -201,6 +201,11 @@ embedded_cluster embedded_cluster::start(const config& cfg) {
 
     const std::string log_dir = c.root_dir_;
     if (!fs::exists(c.data_dir_ + "/PG_VERSION")) {
+        if (!create) {
+            fail("there is no private cluster in " + c.data_dir_ +
+                 ": `fulltime serve` makes it on its first start; is " + cfg.state_dir +
+                 " the state directory the engine runs with (--config)?");
+        }
         log::info("creating a private PostgreSQL cluster in " + c.data_dir_);
         fs::remove_all(c.data_dir_, ec);  // a half-made cluster from an interrupted initdb
         run_checked({c.bin_dir_ + "/initdb", "-D", c.data_dir_, "-U", superuser_name,

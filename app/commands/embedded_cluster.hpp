@@ -17,10 +17,11 @@ namespace fulltime::app {
 /// Owns a running private cluster; stops it on stop() or destruction.
 class embedded_cluster {
 public:
-    /// Creates the cluster on first use (initdb), starts it (or adopts one left running by an
-    /// engine that was killed), and creates the `fulltime` role and database. Throws
-    /// std::runtime_error with a one-line message on failure.
-    static embedded_cluster start(const config& cfg);
+    /// Creates the cluster on first use (initdb) when `create` is true, starts it (or adopts
+    /// one left running, by a `fulltime serve` or an engine that was killed), and creates the
+    /// `fulltime` role and database. Throws std::runtime_error with a one-line message on
+    /// failure, and when there is no cluster to start and `create` is false.
+    static embedded_cluster start(const config& cfg, bool create = true);
 
     embedded_cluster(embedded_cluster&& other) noexcept;
     embedded_cluster& operator=(embedded_cluster&&) = delete;

@@ -96,7 +96,10 @@ int migrate_command(const config& cfg, const std::vector<std::string>& args) {
     if (as_json && !status) {
         throw std::invalid_argument("--json goes with --status");
     }
+    // A first `fulltime migrate` may make the private cluster; one a running `fulltime serve`
+    // started stays running (migrate --status is what an operator runs beside the service).
     auto target = open_database_target(cfg);
+    leave_adopted_cluster_running(target);
     boost::asio::io_context ioc;
     if (status) {
         auto done = boost::asio::co_spawn(

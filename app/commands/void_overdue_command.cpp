@@ -92,12 +92,9 @@ int void_overdue_command(const config& cfg, const std::vector<std::string>& args
     request.default_deadline_s = cfg.reservations.default_deadline_s;
     const std::int64_t market_id = request.market_id;
 
-    database_target target = open_database_target(cfg);
-    if (target.cluster && target.cluster->adopted()) {
-        // The private cluster belongs to a running `fulltime serve`: stopping it on exit would
-        // take the engine's database away.
-        target.cluster->leave_running();
-    }
+    // Never a new private cluster: a void on an empty database has nothing to void.
+    database_target target = open_database_target(cfg, false);
+    leave_adopted_cluster_running(target);
     asio::io_context ioc{1};
     auto fut = asio::co_spawn(
         ioc, run(ioc.get_executor(), target.conninfo, cfg, std::move(request)), asio::use_future);

@@ -201,6 +201,13 @@ class EmbeddedClusterTest(unittest.TestCase):
             self.assertEqual((checked["settings"]["role"], checked["settings"]["role_is_superuser"],
                               checked["settings"]["role_has_pg_monitor"]),
                              ("fulltime", False, True), checked)
+            # Commands an operator runs beside the service borrow its cluster and leave it
+            # running: the engine still serves after each.
+            for command in (["migrate", "--status"], ["migrate"], ["audit"], ["partitions"]):
+                code, out, err = run_cli(command, env)
+                self.assertEqual(code, 0, f"{command}: {out}{err}")
+                self.assertTrue(os.path.exists(pid_file), f"{command} stopped the cluster")
+                self.assertEqual(engine.get_json("/readyz"), (200, {"status": "ready"}), command)
         finally:
             self.assertEqual(engine.stop(), 0, engine.log())
         self.assertFalse(os.path.exists(pid_file), "the private cluster was not stopped")
@@ -217,6 +224,19 @@ class EmbeddedClusterTest(unittest.TestCase):
         finally:
             self.assertEqual(engine.stop(), 0, engine.log())
         self.assertFalse(os.path.exists(pid_file))
+
+    def test_commands_that_check_a_database_never_make_a_private_cluster(self):
+        # With no cluster in the state directory (a wrong --config, a restore that did not
+        # happen), a new empty one would pass for the real database: they refuse instead.
+        state = tempfile.mkdtemp(prefix="fulltime-e2e-no-cluster-")
+        os.chmod(state, 0o755)
+        env = engine_env(state_dir=state)
+        for command in (["audit"], ["reconcile"], ["partitions"], ["project", "--verify"],
+                        ["void-overdue", "--market", "1"]):
+            code, out, err = run_cli(command, env)
+            self.assertNotEqual(code, 0, f"{command}: {out}{err}")
+            self.assertIn("there is no private cluster in", err, command)
+        self.assertFalse(os.path.exists(os.path.join(state, "postgres", "data", "PG_VERSION")))
 
     def test_a_private_cluster_of_release_0_1_0_is_served_with_a_warning(self):
         # Release 0.1.0 made its private cluster with `fulltime` as the bootstrap superuser and
