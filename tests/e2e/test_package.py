@@ -212,6 +212,9 @@ class PackageTest(unittest.TestCase):
                        f'for a; do n="$a"; done; : >"{users}/passwd-$n"',
             "chown": f'echo "chown $*" >>"{calls}"',
             "systemctl": f'echo "systemctl $*" >>"{calls}"',
+            # was-enabled answers from the state file a `disable` would write (the stub's).
+            "deb-systemd-helper": f'echo "deb-systemd-helper $*" >>"{calls}"; '
+                                  f'[ "$1" != --quiet ] || [ ! -e "{scratch}/disabled" ]',
         }
         for name, body in stubs.items():
             with open(os.path.join(bin_dir, name), "w") as f:
@@ -239,8 +242,14 @@ class PackageTest(unittest.TestCase):
         self.assertTrue(any(c.startswith("adduser --system") and "--home /var/lib/fulltime" in c
                             and c.endswith(" fulltime") for c in made), made)
         self.assertTrue(any(re.fullmatch(r"chown root:fulltime \S+", c) for c in made), made)
-        # With DPKG_ROOT set (or no systemd running) systemd is left alone.
+        # With DPKG_ROOT set (or no systemd running) systemd itself is left alone, but the unit
+        # is enabled (its symlinks made by deb-systemd-helper), so that an image built in a
+        # chroot starts it at its first boot.
         self.assertEqual([c for c in made if c.startswith("systemctl")], [])
+        self.assertEqual([c for c in made if c.startswith("deb-systemd-helper")],
+                         ["deb-systemd-helper unmask fulltime.service",
+                          "deb-systemd-helper --quiet was-enabled fulltime.service",
+                          "deb-systemd-helper enable fulltime.service"])
         with open(secret_path) as f:
             secret = f.read()
         self.assertRegex(secret, r"\A[0-9a-f]{64}\n\Z")
@@ -248,19 +257,27 @@ class PackageTest(unittest.TestCase):
         self.assertEqual(sorted(os.listdir(os.path.join(scratch, "etc/fulltime"))),
                          ["token_secret"])
 
-        # Again (an upgrade, a reconfigure): no new user, the same secret.
+        # Again (an upgrade, a reconfigure) after the operator disabled the unit: no new user,
+        # the same secret, and it stays disabled.
+        with open(os.path.join(scratch, "disabled"), "w"):
+            pass
         script("postinst", "configure", "0.0.9")
-        self.assertEqual(logged(), made)
+        again = logged()[len(made):]
+        self.assertEqual(again, ["deb-systemd-helper unmask fulltime.service",
+                                 "deb-systemd-helper --quiet was-enabled fulltime.service",
+                                 "deb-systemd-helper update-state fulltime.service"])
         with open(secret_path) as f:
             self.assertEqual(f.read(), secret)
 
         script("prerm", "remove")
         script("postrm", "remove")
         self.assertTrue(os.path.exists(secret_path))
+        self.assertEqual(logged()[-1], "deb-systemd-helper mask fulltime.service")
         script("postrm", "purge")
         self.assertFalse(os.path.exists(secret_path))
-        self.assertEqual([c for c in logged() if not c.startswith("chown")],
-                         [c for c in made if not c.startswith("chown")],
+        self.assertEqual(logged()[-2:], ["deb-systemd-helper purge fulltime.service",
+                                         "deb-systemd-helper unmask fulltime.service"])
+        self.assertFalse([c for c in logged() if c.startswith(("deluser", "delgroup"))],
                          "postrm must never remove the user")
 
     def test_systemd_unit_verifies(self):
