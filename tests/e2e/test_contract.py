@@ -489,8 +489,13 @@ class ContractTrafficTest(EngineTestCase):
                       "event_ack")
         wait_until(lambda: self.sql("SELECT 1 FROM settlement_progress WHERE market_id = 100 "
                                     "AND applied_seq >= 4"), "market 100 applied its four events")
-        # Rolled back twice: both bets are open again.
-        reopened = await ask({"type": "bets", "id": "l4", "status": "open"}, "bets_reply")
+        # Rolled back twice: both bets are open again, once the read model has the rollbacks.
+        for attempt in range(200):
+            reopened = await ask({"type": "bets", "id": f"l4-{attempt}", "status": "open"},
+                                 "bets_reply")
+            if len(reopened["bets"]) == 2:
+                break
+            await asyncio.sleep(0.1)
         self.assertEqual(len(reopened["bets"]), 2, reopened)
         await bettor.close()
         await feed_ws.close()
