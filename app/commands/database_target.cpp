@@ -1,5 +1,7 @@
 #include "app/commands/database_target.hpp"
 
+#include "app/commands/exit_status.hpp"
+
 #include "fulltime/core/log.hpp"
 
 #include <libpq-fe.h>
@@ -43,8 +45,7 @@ void check_reachable(const std::string& conninfo, std::int64_t timeout_ms) {
             }
         }
         msg = one_line;
-        throw std::runtime_error("cannot reach the database at " + redact_conninfo(conninfo) +
-                                 ": " + msg);
+        throw unreachable("cannot reach the database at " + redact_conninfo(conninfo) + ": " + msg);
     }
 }
 
@@ -73,16 +74,10 @@ database_target open_database_target(const config& cfg) {
     return t;
 }
 
-std::optional<database_target> open_command_target(const config& cfg) {
-    std::optional<database_target> target;
-    try {
-        target.emplace(open_database_target(cfg));
-    } catch (const std::exception& e) {
-        std::fprintf(stderr, "fulltime: %s\n", e.what());
-        return std::nullopt;
-    }
-    if (target->cluster && target->cluster->adopted()) {
-        target->cluster->leave_running();
+database_target open_command_target(const config& cfg) {
+    database_target target = open_database_target(cfg);
+    if (target.cluster && target.cluster->adopted()) {
+        target.cluster->leave_running();
     }
     return target;
 }

@@ -18,15 +18,15 @@ struct database_target {
 
 /// Resolves the database: starts the embedded cluster when database.url is empty, then checks
 /// that the server answers within connect_timeout_ms (a standby that does not answer is logged,
-/// not fatal). Throws std::runtime_error with one line
+/// not fatal). Throws `unreachable` (exit_status.hpp) with one line
 /// ("cannot reach the database at host=...: connection refused") otherwise.
 database_target open_database_target(const config& cfg);
 
 /// Resolves the database for a command that runs beside the engine (audit, reconcile,
 /// partitions, void-overdue): as open_database_target, and a private cluster that a running
 /// `fulltime serve` started is left running on exit (stopping it would take the engine's
-/// database away). Prints "fulltime: <why>" on stderr and returns nullopt when it cannot.
-std::optional<database_target> open_command_target(const config& cfg);
+/// database away). Throws as open_database_target.
+database_target open_command_target(const config& cfg);
 
 /// Returns a conninfo or URI with any password replaced by "***", for logs and errors.
 std::string redact_conninfo(const std::string& conninfo);
