@@ -6,10 +6,12 @@
 // write; some read a whole table. The last line is the read model against the write tables
 // (fulltime_project_verify, in a REPEATABLE READ READ ONLY transaction of its own: docs/schema.md,
 // "Read model"), counted as one more invariant. Exit status: 0 when every invariant holds, 1 when
-// one does not, 2 on a usage error or when the database could not be reached or did not answer.
+// one does not, 3 when the database could not be reached or stopped answering, 4 when a check
+// failed otherwise (its invariant is then neither PASS nor FAIL).
 
 #include "app/commands/commands.hpp"
 #include "app/commands/database_target.hpp"
+#include "app/commands/exit_status.hpp"
 
 #include "fulltime/db/audit_statements.hpp"
 #include "fulltime/db/connection.hpp"
@@ -96,41 +98,30 @@ boost::asio::awaitable<audit_report> run_audit(boost::asio::any_io_executor exec
 
 }  // namespace
 
-int audit_command(const config& cfg, const std::vector<std::string>& args) {
-    bool as_json = false;
-    for (const auto& a : args) {
-        if (a == "--json") {
-            as_json = true;
-        } else {
-            std::fprintf(stderr,
-                         "fulltime audit: unknown argument '%s' (usage: fulltime audit [--json])\n",
-                         a.c_str());
-            return 2;
-        }
-    }
+int audit_command(const config& cfg, bool as_json) {
     const auto target = open_command_target(cfg);
-    if (!target) {
-        return 2;
-    }
 
     boost::asio::io_context ioc;
-    auto done = boost::asio::co_spawn(ioc, run_audit(ioc.get_executor(), target->conninfo, cfg),
+    auto done = boost::asio::co_spawn(ioc, run_audit(ioc.get_executor(), target.conninfo, cfg),
                                       boost::asio::use_future);
     ioc.run();
     const audit_report report = done.get();
     if (report.connect_failure) {
-        std::fprintf(stderr, "fulltime: cannot reach the database: %s\n",
-                     db::describe(*report.connect_failure).c_str());
-        return 2;
+        throw_failure("cannot reach the database", *report.connect_failure);
     }
 
     int failed = 0;
     int errors = 0;
+    int status_of_errors = exit_failed;
     nlohmann::json list = nlohmann::json::array();
     for (const auto& line : report.lines) {
         const std::string name(line.invariant->name);
         if (!line.finding) {
             ++errors;
+            // A check cut off by a lost connection makes the run "unreachable": ask again later.
+            if (exit_status_of(line.finding.error()) == exit_unreachable) {
+                status_of_errors = exit_unreachable;
+            }
             std::fprintf(stderr, "fulltime: checking %s failed: %s\n", name.c_str(),
                          db::describe(line.finding.error()).c_str());
             continue;
@@ -152,7 +143,7 @@ int audit_command(const config& cfg, const std::vector<std::string>& args) {
     }
     const std::size_t invariants = db::audit_invariants().size() + 1;
     if (errors > 0 || report.lines.size() != invariants) {
-        return 2;
+        return status_of_errors;
     }
     if (as_json) {
         std::printf("%s\n", nlohmann::json{{"passed", failed == 0}, {"invariants", std::move(list)}}

@@ -325,61 +325,33 @@ weighted<T> parse_weighted(const std::string& text, const std::string& name, Par
     return out;
 }
 
-bench_options parse_options(const std::vector<std::string>& args) {
+bench_options parse_options(const bench_arguments& a) {
     bench_options o;
-    for (std::size_t i = 0; i < args.size(); ++i) {
-        const std::string& a = args[i];
-        if (i + 1 >= args.size()) {
-            throw std::invalid_argument(a + " needs a value");
+    o.host = a.host;
+    o.port = a.port;
+    o.connections = a.connections;
+    o.accounts = a.accounts;
+    o.first_account = a.first_account;
+    o.selections = parse_weighted<std::int64_t>(
+        a.selections, "--selections",
+        [](const std::string& s) { return parse_number<std::int64_t>(s, "--selections"); });
+    o.stakes = parse_weighted<std::string>(a.stakes, "--stakes", [](const std::string& s) {
+        if (s.empty()) {
+            throw std::invalid_argument("--stakes: empty stake");
         }
-        const std::string& v = args[++i];
-        if (a == "--port") {
-            o.port = parse_number<std::uint16_t>(v, a);
-        } else if (a == "--host") {
-            o.host = v;
-        } else if (a == "--connections") {
-            o.connections = parse_number<std::size_t>(v, a);
-        } else if (a == "--accounts") {
-            o.accounts = parse_number<std::int64_t>(v, a);
-        } else if (a == "--first-account") {
-            o.first_account = parse_number<std::int64_t>(v, a);
-        } else if (a == "--selection") {
-            o.selections = {{parse_number<std::int64_t>(v, a)}, {1}};
-        } else if (a == "--selections") {
-            o.selections = parse_weighted<std::int64_t>(
-                v, a, [&](const std::string& s) { return parse_number<std::int64_t>(s, a); });
-        } else if (a == "--stake") {
-            o.stakes = {{v}, {1}};
-        } else if (a == "--stakes") {
-            o.stakes = parse_weighted<std::string>(v, a, [&](const std::string& s) {
-                if (s.empty()) {
-                    throw std::invalid_argument(a + ": empty stake");
-                }
-                return s;
-            });
-        } else if (a == "--odds") {
-            o.odds = v;
-        } else if (a == "--duration-s") {
-            o.duration_s = parse_number<double>(v, a);
-        } else if (a == "--warmup-s") {
-            o.warmup_s = parse_number<double>(v, a);
-        } else if (a == "--rate") {
-            o.rate = parse_number<double>(v, a);
-        } else if (a == "--arrivals") {
-            if (v != "uniform" && v != "poisson") {
-                throw std::invalid_argument(a + " must be uniform or poisson");
-            }
-            o.poisson = v == "poisson";
-        } else if (a == "--inflight") {
-            o.inflight = parse_number<std::size_t>(v, a);
-        } else if (a == "--repeat-ratio") {
-            o.repeat_ratio = parse_number<double>(v, a);
-        } else if (a == "--key-prefix") {
-            o.key_prefix = v;
-        } else {
-            throw std::invalid_argument("unknown option " + a);
-        }
+        return s;
+    });
+    o.odds = a.odds;
+    o.duration_s = a.duration_s;
+    o.warmup_s = a.warmup_s;
+    o.rate = a.rate;
+    if (a.arrivals != "uniform" && a.arrivals != "poisson") {
+        throw std::invalid_argument("--arrivals must be uniform or poisson");
     }
+    o.poisson = a.arrivals == "poisson";
+    o.inflight = a.inflight;
+    o.repeat_ratio = a.repeat_ratio;
+    o.key_prefix = a.key_prefix;
     if (o.connections == 0 || o.accounts <= 0 || o.inflight == 0 || o.duration_s <= 0) {
         throw std::invalid_argument("connections, accounts, inflight and duration must be > 0");
     }
@@ -400,7 +372,7 @@ double cpu_seconds() {
 
 }  // namespace
 
-int bench_command(const config& cfg, const std::vector<std::string>& args) {
+int bench_command(const config& cfg, const bench_arguments& args) {
     const bench_options opt = parse_options(args);
     const std::string secret = load_or_create_token_secret(cfg);
     const auto now_s = std::chrono::duration_cast<std::chrono::seconds>(

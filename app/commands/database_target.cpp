@@ -1,5 +1,7 @@
 #include "app/commands/database_target.hpp"
 
+#include "app/commands/exit_status.hpp"
+
 #include "fulltime/core/log.hpp"
 
 #include <libpq-fe.h>
@@ -43,8 +45,7 @@ void check_reachable(const std::string& conninfo, std::int64_t timeout_ms) {
             }
         }
         msg = one_line;
-        throw std::runtime_error("cannot reach the database at " + redact_conninfo(conninfo) +
-                                 ": " + msg);
+        throw unreachable("cannot reach the database at " + redact_conninfo(conninfo) + ": " + msg);
     }
 }
 
@@ -53,7 +54,11 @@ void check_reachable(const std::string& conninfo, std::int64_t timeout_ms) {
 database_target open_database_target(const config& cfg, bool create_cluster) {
     database_target t;
     if (cfg.database.url.empty()) {
-        t.cluster.emplace(embedded_cluster::start(cfg, create_cluster));
+        try {
+            t.cluster.emplace(embedded_cluster::start(cfg, create_cluster));
+        } catch (const no_cluster& e) {
+            throw unreachable(e.what());  // no database to reach: exit 3
+        }
         t.conninfo = t.cluster->conninfo();
     } else {
         t.conninfo = cfg.database.url;
@@ -79,15 +84,9 @@ void leave_adopted_cluster_running(database_target& target) {
     }
 }
 
-std::optional<database_target> open_command_target(const config& cfg) {
-    std::optional<database_target> target;
-    try {
-        target.emplace(open_database_target(cfg, false));
-    } catch (const std::exception& e) {
-        std::fprintf(stderr, "fulltime: %s\n", e.what());
-        return std::nullopt;
-    }
-    leave_adopted_cluster_running(*target);
+database_target open_command_target(const config& cfg) {
+    database_target target = open_database_target(cfg, false);
+    leave_adopted_cluster_running(target);
     return target;
 }
 

@@ -19,7 +19,7 @@ struct database_target {
 /// Resolves the database: starts the embedded cluster when database.url is empty (making it
 /// first when there is none and `create_cluster` is true), then checks
 /// that the server answers within connect_timeout_ms (a standby that does not answer is logged,
-/// not fatal). Throws std::runtime_error with one line
+/// not fatal). Throws `unreachable` (exit_status.hpp) with one line
 /// ("cannot reach the database at host=...: connection refused") otherwise.
 database_target open_database_target(const config& cfg, bool create_cluster = true);
 
@@ -28,12 +28,12 @@ database_target open_database_target(const config& cfg, bool create_cluster = tr
 /// beside the engine.
 void leave_adopted_cluster_running(database_target& target);
 
-/// Resolves the database for a command that checks or reads it beside the engine (audit,
-/// reconcile, partitions, project): as open_database_target, but it never makes a private
-/// cluster (a new, empty one would only hide a wrong --config or a missing restore), and one
-/// that a running `fulltime serve` started is left running. Prints "fulltime: <why>" on stderr
-/// and returns nullopt when it cannot.
-std::optional<database_target> open_command_target(const config& cfg);
+/// Resolves the database for a command that checks or changes it beside the engine (audit,
+/// reconcile, partitions, project, void-overdue): as open_database_target, but it never makes a
+/// private cluster (a new, empty one would only hide a wrong --config or a missing restore:
+/// where there is none it throws `unreachable`), and one that a running `fulltime serve`
+/// started is left running. Throws as open_database_target.
+database_target open_command_target(const config& cfg);
 
 /// Returns a conninfo or URI with any password replaced by "***", for logs and errors.
 std::string redact_conninfo(const std::string& conninfo);

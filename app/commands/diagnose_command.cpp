@@ -1,9 +1,11 @@
 // `fulltime diagnose`: asks a running engine for GET /v1/diagnostics, with an admin token signed
 // here from the engine's token secret, and prints the verdict, its evidence and the newest
-// samples in a terminal.
+// samples in a terminal. Exit status 0 quiet, 1 a mechanism named; the engine that does not
+// answer is this command's "database unreachable" (3: ask again later), an engine that answers
+// with an error (a refused token, not JSON) is a failure (4).
 
-#include "app/commands/arguments.hpp"
 #include "app/commands/commands.hpp"
+#include "app/commands/exit_status.hpp"
 #include "app/commands/secret.hpp"
 
 #include "fulltime/core/token.hpp"
@@ -31,58 +33,11 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 using nlohmann::json;
 
-constexpr const char* usage =
-    "usage: fulltime diagnose [--url http://HOST:PORT] [--json] [--samples N]";
 constexpr std::int64_t token_ttl_s = 60;
 constexpr auto request_timeout = std::chrono::seconds(10);
 
-struct options {
-    std::string host;
-    std::string port;
-    bool raw_json = false;
-    std::size_t samples = 10;
-};
-
-options parse(const config& cfg, const std::vector<std::string>& args) {
-    options o;
-    // /v1/diagnostics is an operators' route: on admin_listen when that is set.
-    o.host = cfg.gateway.admin_host.value_or(cfg.gateway.host);
-    o.port = std::to_string(cfg.gateway.admin_host ? cfg.gateway.admin_port : cfg.gateway.port);
-    for (std::size_t i = 0; i < args.size(); ++i) {
-        if (args[i] == "--json") {
-            o.raw_json = true;
-        } else if (args[i] == "--url" && i + 1 < args.size()) {
-            std::string url = args[++i];
-            const std::string scheme = "http://";
-            if (url.rfind(scheme, 0) != 0) {
-                throw std::invalid_argument("--url must start with http://, got '" + url + "'");
-            }
-            url = url.substr(scheme.size());
-            if (const auto slash = url.find('/'); slash != std::string::npos) {
-                url.resize(slash);
-            }
-            const auto colon = url.rfind(':');
-            if (colon == std::string::npos || colon + 1 == url.size()) {
-                throw std::invalid_argument("--url needs a port, e.g. http://127.0.0.1:8080");
-            }
-            o.host = url.substr(0, colon);
-            o.port = url.substr(colon + 1);
-        } else if (args[i] == "--samples" && i + 1 < args.size()) {
-            o.samples = static_cast<std::size_t>(parse_positive(args[++i], "--samples"));
-        } else {
-            throw std::invalid_argument(usage);
-        }
-    }
-    if (o.port == "0") {
-        throw std::invalid_argument(
-            "the configured listen port is 0 (chosen at start): give the engine's address with "
-            "--url http://HOST:PORT");
-    }
-    return o;
-}
-
 // GET target from host:port with a bearer token; returns (status, body). Throws on I/O errors.
-std::pair<unsigned, std::string> get(const options& o, const std::string& target,
+std::pair<unsigned, std::string> get(const engine_address& o, const std::string& target,
                                      const std::string& bearer) {
     asio::io_context ioc;
     asio::ip::tcp::resolver resolver(ioc);
@@ -203,8 +158,36 @@ void print(const json& d, std::size_t samples) {
 
 }  // namespace
 
-int diagnose_command(const config& cfg, const std::vector<std::string>& args) {
-    const options o = parse(cfg, args);
+engine_address parse_engine_url(const std::string& url) {
+    const std::string scheme = "http://";
+    if (url.rfind(scheme, 0) != 0) {
+        throw std::invalid_argument("--url must start with http://, got '" + url + "'");
+    }
+    std::string rest = url.substr(scheme.size());
+    if (const auto slash = rest.find('/'); slash != std::string::npos) {
+        rest.resize(slash);
+    }
+    const auto colon = rest.rfind(':');
+    if (colon == std::string::npos || colon == 0 || colon + 1 == rest.size()) {
+        throw std::invalid_argument("--url needs a host and a port, e.g. http://127.0.0.1:8080");
+    }
+    return {rest.substr(0, colon), rest.substr(colon + 1)};
+}
+
+int diagnose_command(const config& cfg, const diagnose_options& opt) {
+    engine_address o;
+    if (opt.url) {
+        o = parse_engine_url(*opt.url);
+    } else {
+        // /v1/diagnostics is an operators' route: on admin_listen when that is set.
+        o.host = cfg.gateway.admin_host.value_or(cfg.gateway.host);
+        o.port = std::to_string(cfg.gateway.admin_host ? cfg.gateway.admin_port : cfg.gateway.port);
+        if (o.port == "0") {
+            throw std::invalid_argument(
+                "the configured listen port is 0 (chosen at start): give the engine's address "
+                "with --url http://HOST:PORT");
+        }
+    }
     token::claims claims;
     claims.kind = token::kind::admin;
     claims.operator_name = "fulltime-diagnose";
@@ -217,25 +200,21 @@ int diagnose_command(const config& cfg, const std::vector<std::string>& args) {
     try {
         reply = get(o, "/v1/diagnostics", bearer);
     } catch (const std::exception& e) {
-        std::fprintf(stderr, "diagnose: cannot reach the engine at %s:%s: %s\n", o.host.c_str(),
-                     o.port.c_str(), e.what());
-        return 2;
+        throw unreachable("cannot reach the engine at " + o.host + ":" + o.port + ": " + e.what());
     }
     const auto& [status, body] = reply;
     if (status != 200) {
-        std::fprintf(stderr, "diagnose: GET /v1/diagnostics answered %u: %s\n", status,
-                     body.c_str());
-        return 2;
+        throw std::runtime_error("GET /v1/diagnostics answered " + std::to_string(status) + ": " +
+                                 body);
     }
     const json d = json::parse(body, nullptr, false);
     if (!d.is_object()) {
-        std::fprintf(stderr, "diagnose: the engine's answer is not JSON\n");
-        return 2;
+        throw std::runtime_error("the engine's answer to GET /v1/diagnostics is not JSON");
     }
-    if (o.raw_json) {
+    if (opt.json) {
         std::printf("%s\n", d.dump(2).c_str());
     } else {
-        print(d, o.samples);
+        print(d, static_cast<std::size_t>(opt.samples));
     }
     const std::string code = d.value("verdict", json::object()).value("code", std::string());
     return code == "quiet" || code == "no_data" ? 0 : 1;

@@ -202,9 +202,9 @@ embedded_cluster embedded_cluster::start(const config& cfg, bool create) {
     const std::string log_dir = c.root_dir_;
     if (!fs::exists(c.data_dir_ + "/PG_VERSION")) {
         if (!create) {
-            fail("there is no private cluster in " + c.data_dir_ +
-                 ": `fulltime serve` makes it on its first start; is " + cfg.state_dir +
-                 " the state directory the engine runs with (--config)?");
+            throw no_cluster("embedded PostgreSQL: there is no private cluster in " + c.data_dir_ +
+                             ": `fulltime serve` makes it on its first start; is " + cfg.state_dir +
+                             " the state directory the engine runs with (--config)?");
         }
         log::info("creating a private PostgreSQL cluster in " + c.data_dir_);
         fs::remove_all(c.data_dir_, ec);  // a half-made cluster from an interrupted initdb

@@ -8,11 +8,18 @@
 #include "fulltime/config/config.hpp"
 
 #include <optional>
+#include <stdexcept>
 #include <string>
 
 #include "app/commands/process.hpp"
 
 namespace fulltime::app {
+
+/// Thrown by embedded_cluster::start when there is no cluster and it may not make one.
+class no_cluster : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
 
 /// Owns a running private cluster; stops it on stop() or destruction.
 class embedded_cluster {
@@ -20,7 +27,7 @@ public:
     /// Creates the cluster on first use (initdb) when `create` is true, starts it (or adopts
     /// one left running, by a `fulltime serve` or an engine that was killed), and creates the
     /// `fulltime` role and database. Throws std::runtime_error with a one-line message on
-    /// failure, and when there is no cluster to start and `create` is false.
+    /// failure, and no_cluster when there is no cluster to start and `create` is false.
     static embedded_cluster start(const config& cfg, bool create = true);
 
     embedded_cluster(embedded_cluster&& other) noexcept;

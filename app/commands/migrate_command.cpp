@@ -2,10 +2,12 @@
 // changes nothing: it lists the migrations this binary carries as applied or pending, those the
 // database records that it does not carry (a newer release's: serve and migrate refuse such a
 // database), and the function files not recorded as this binary has them. Exit 0 when nothing
-// is pending, 1 when something is (or the schema is newer), 2 on usage or connection errors.
+// is pending, 1 when something is (or the schema is newer); 3 when the database could not be
+// reached, 4 when reading or applying failed otherwise.
 
 #include "app/commands/commands.hpp"
 #include "app/commands/database_target.hpp"
+#include "app/commands/exit_status.hpp"
 #include "app/commands/migrate_step.hpp"
 
 #include "fulltime/core/log.hpp"
@@ -81,19 +83,8 @@ int print_status(const db::migration_status& s, bool as_json) {
 
 }  // namespace
 
-int migrate_command(const config& cfg, const std::vector<std::string>& args) {
-    bool status = false;
-    bool as_json = false;
-    for (const auto& a : args) {
-        if (a == "--status") {
-            status = true;
-        } else if (a == "--json") {
-            as_json = true;
-        } else {
-            throw std::invalid_argument("usage: fulltime migrate [--status [--json]]");
-        }
-    }
-    if (as_json && !status) {
+int migrate_command(const config& cfg, const migrate_options& o) {
+    if (o.json && !o.status) {
         throw std::invalid_argument("--json goes with --status");
     }
     // A first `fulltime migrate` may make the private cluster; one a running `fulltime serve`
@@ -101,7 +92,7 @@ int migrate_command(const config& cfg, const std::vector<std::string>& args) {
     auto target = open_database_target(cfg);
     leave_adopted_cluster_running(target);
     boost::asio::io_context ioc;
-    if (status) {
+    if (o.status) {
         auto done = boost::asio::co_spawn(
             ioc,
             read_status(ioc.get_executor(), target.conninfo,
@@ -111,17 +102,16 @@ int migrate_command(const config& cfg, const std::vector<std::string>& args) {
         ioc.run();
         const auto read = done.get();
         if (!read) {
-            log::error("migrate --status: " + db::describe(read.error()));
-            return 2;
+            throw_failure("migrate --status", read.error());
         }
-        return print_status(*read, as_json);
+        return print_status(*read, o.json);
     }
     auto done = boost::asio::co_spawn(
         ioc, apply_migrations(ioc.get_executor(), target.conninfo, cfg), boost::asio::use_future);
     ioc.run();
     const auto report = done.get();
     if (!report) {
-        throw std::runtime_error("migration failed: " + db::describe(report.error()));
+        throw_failure("migration failed", report.error());
     }
     return 0;
 }

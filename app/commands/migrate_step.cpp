@@ -1,5 +1,7 @@
 #include "app/commands/migrate_step.hpp"
 
+#include "app/commands/exit_status.hpp"
+
 #include "fulltime/core/log.hpp"
 #include "fulltime/core/resources.hpp"
 #include "fulltime/db/connection.hpp"
@@ -28,6 +30,14 @@ boost::asio::awaitable<db::outcome<db::migration_report>> apply_migrations(
     }
     auto report = co_await db::migrate(**conn, resources::migrations(),
                                        cfg.database.migration_lock_timeout_ms);
+    if (!report && report.error().code == db::errc::bad_result) {
+        // db::migrate refuses a newer schema with bad_result; the status read back tells that
+        // refusal from a malformed result without reading the message.
+        auto status = co_await db::read_migration_status(**conn, resources::migrations());
+        if (status && !status->unknown.empty()) {
+            throw refusal(report.error().message);
+        }
+    }
     if (report) {
         if (report->periods_added > 0) {
             log::info("made " + std::to_string(report->periods_added) +

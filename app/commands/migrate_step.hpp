@@ -13,7 +13,8 @@
 namespace fulltime::app {
 
 /// Opens one connection to `conninfo`, applies the compiled-in migrations, logs what it did, and
-/// closes the connection.
+/// closes the connection. Throws `refusal` (exit status 1) when the database records migrations
+/// this binary does not carry (a newer release's schema): that is a "no", not a failure.
 boost::asio::awaitable<db::outcome<db::migration_report>> apply_migrations(
     boost::asio::any_io_executor executor, std::string conninfo, config cfg);
 

@@ -4,11 +4,13 @@
 // state: open (not ended), ended (not closed yet), closed, dropping (a drop began). A period
 // whose holds are empty leaves at the keeper's next round. --keep first runs one keeper round
 // (the periods ahead, closing, retention) as `fulltime serve` does every
-// history.keeper_interval_ms. Exit status: 0; 1 when the --keep round failed (what it did stays
-// done); 2 on a usage error or when the database could not be reached.
+// history.keeper_interval_ms. Exit status: 0; 4 when the --keep round failed (what it did stays
+// done: an error, not a domain "no"); reading the partitions throws when it fails (3 the database
+// could not be reached, 4 otherwise).
 
 #include "app/commands/commands.hpp"
 #include "app/commands/database_target.hpp"
+#include "app/commands/exit_status.hpp"
 
 #include "fulltime/actors/partition_keeper.hpp"
 #include "fulltime/db/history_statements.hpp"
@@ -106,29 +108,11 @@ nlohmann::json to_json(const db::history_period& p) {
 
 }  // namespace
 
-int partitions_command(const config& cfg, const std::vector<std::string>& args) {
-    bool as_json = false;
-    bool keep = false;
-    for (const auto& a : args) {
-        if (a == "--json") {
-            as_json = true;
-        } else if (a == "--keep") {
-            keep = true;
-        } else {
-            std::fprintf(stderr,
-                         "fulltime partitions: unknown argument '%s' (usage: fulltime partitions "
-                         "[--keep] [--json])\n",
-                         a.c_str());
-            return 2;
-        }
-    }
+int partitions_command(const config& cfg, bool keep, bool as_json) {
     const auto target = open_command_target(cfg);
-    if (!target) {
-        return 2;
-    }
 
     boost::asio::io_context ioc;
-    db::pool pool(ioc.get_executor(), "partitions", target->conninfo,
+    db::pool pool(ioc.get_executor(), "partitions", target.conninfo,
                   pool_settings{1, 1, cfg.database.connect_timeout_ms},
                   std::chrono::milliseconds(cfg.database.connect_timeout_ms),
                   std::chrono::milliseconds(cfg.history.statement_timeout_ms +
@@ -138,9 +122,7 @@ int partitions_command(const config& cfg, const std::vector<std::string>& args) 
     ioc.run();
     const auto report = done.get();
     if (!report.periods) {
-        std::fprintf(stderr, "fulltime: reading the partitions failed: %s\n",
-                     db::describe(report.periods.error()).c_str());
-        return 2;
+        throw_failure("reading the partitions failed", report.periods.error());
     }
     const bool kept_ok = !report.kept || report.kept->ok;
     if (report.kept && !report.kept->ok) {
@@ -173,7 +155,7 @@ int partitions_command(const config& cfg, const std::vector<std::string>& args) 
                         megabytes(p.bytes).c_str(), holds_text(p).c_str());
         }
     }
-    return kept_ok ? 0 : 1;
+    return kept_ok ? exit_ok : exit_failed;
 }
 
 }  // namespace fulltime::app

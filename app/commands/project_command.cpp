@@ -6,11 +6,12 @@
 //              projector's cursor at the tail (in one transaction; placements, settlements and
 //              a running projector go on meanwhile);
 //   --verify   compares the read model with the write tables and prints each disagreement.
-// Exit status: 0; 1 when --verify found a disagreement; 2 on a usage error or when the database
-// could not be reached or did not answer.
+// Exit status: 0; 1 when --verify found a disagreement; 3 when the database could not be reached
+// or stopped answering; 4 when a statement failed otherwise.
 
 #include "app/commands/commands.hpp"
 #include "app/commands/database_target.hpp"
+#include "app/commands/exit_status.hpp"
 
 #include "fulltime/db/pool.hpp"
 #include "fulltime/db/projection_statements.hpp"
@@ -27,8 +28,6 @@
 namespace fulltime::app {
 
 namespace {
-
-enum class project_mode { catch_up, rebuild, verify };
 
 // Pages run by hand before the command gives up catching up (the outbox may be written to as
 // fast as it is read while an engine runs; the engine's own projector then goes on).
@@ -87,31 +86,11 @@ std::string text_or_null(const std::optional<std::string>& s) { return s ? *s : 
 
 }  // namespace
 
-int project_command(const config& cfg, const std::vector<std::string>& args) {
-    bool as_json = false;
-    project_mode mode = project_mode::catch_up;
-    for (const auto& a : args) {
-        if (a == "--json") {
-            as_json = true;
-        } else if (a == "--rebuild" && mode == project_mode::catch_up) {
-            mode = project_mode::rebuild;
-        } else if (a == "--verify" && mode == project_mode::catch_up) {
-            mode = project_mode::verify;
-        } else {
-            std::fprintf(stderr,
-                         "fulltime project: unexpected argument '%s' (usage: fulltime project "
-                         "[--rebuild | --verify] [--json])\n",
-                         a.c_str());
-            return 2;
-        }
-    }
+int project_command(const config& cfg, project_mode mode, bool as_json) {
     const auto target = open_command_target(cfg);
-    if (!target) {
-        return 2;
-    }
     boost::asio::io_context ioc;
     // A rebuild and a check read every bet the write tables keep: the reconciliation's bound.
-    db::pool pool(ioc.get_executor(), "project", target->conninfo,
+    db::pool pool(ioc.get_executor(), "project", target.conninfo,
                   pool_settings{1, 1, cfg.database.connect_timeout_ms},
                   std::chrono::milliseconds(cfg.database.connect_timeout_ms),
                   std::chrono::milliseconds(cfg.reconcile.statement_timeout_ms +
@@ -120,8 +99,7 @@ int project_command(const config& cfg, const std::vector<std::string>& args) {
     ioc.run();
     const auto result = done.get();
     if (!result) {
-        std::fprintf(stderr, "fulltime: project: %s\n", db::describe(result.error()).c_str());
-        return 2;
+        throw_failure("project", result.error());
     }
     if (const auto* c = std::get_if<caught_up>(&*result)) {
         if (as_json) {

@@ -1,10 +1,11 @@
 // `fulltime reconcile [--json]`: one reconciliation run against the configured database, with
 // the actor's own code (actors::reconcile_once) and SQL, then its summary. Exit status: 0 when
 // the run finished and no balance_drift, currency_mismatch or currency_imbalance incident is
-// open, 1 when one is, 2 when the run could not be made (usage, connection, failure).
+// open, 1 when one is; a run that could not be made throws (3 unreachable, 4 failed).
 
 #include "app/commands/commands.hpp"
 #include "app/commands/database_target.hpp"
+#include "app/commands/exit_status.hpp"
 
 #include "fulltime/actors/reconciliation.hpp"
 #include "fulltime/core/money.hpp"
@@ -47,27 +48,12 @@ void print_summary(const actors::reconcile_summary& s) {
 
 }  // namespace
 
-int reconcile_command(const config& cfg, const std::vector<std::string>& args) {
-    bool as_json = false;
-    for (const auto& a : args) {
-        if (a == "--json") {
-            as_json = true;
-        } else {
-            std::fprintf(stderr,
-                         "fulltime reconcile: unknown argument '%s' (usage: fulltime "
-                         "reconcile [--json])\n",
-                         a.c_str());
-            return 2;
-        }
-    }
+int reconcile_command(const config& cfg, bool as_json) {
     const auto target = open_command_target(cfg);
-    if (!target) {
-        return 2;
-    }
 
     const auto settings = actors::reconcile_run_settings::from(cfg);
     boost::asio::io_context ioc;
-    db::pool pool(ioc.get_executor(), "reconcile", target->conninfo,
+    db::pool pool(ioc.get_executor(), "reconcile", target.conninfo,
                   pool_settings{1, 1, cfg.database.connect_timeout_ms},
                   std::chrono::milliseconds(cfg.database.connect_timeout_ms),
                   settings.query_timeout);
@@ -76,9 +62,7 @@ int reconcile_command(const config& cfg, const std::vector<std::string>& args) {
     ioc.run();
     const auto run = done.get();
     if (!run) {
-        std::fprintf(stderr, "fulltime: the reconciliation failed: %s\n",
-                     db::describe(run.error()).c_str());
-        return 2;
+        throw_failure("the reconciliation failed", run.error());
     }
     if (as_json) {
         std::printf("%s\n", actors::to_json(*run).c_str());

@@ -4,9 +4,10 @@
 // runs the night on one clock: bettors placing at a steady rate, every burst market's result at
 // once, and the scenario's faults at their seconds. Afterwards it checks what the exit criteria
 // ask (docs/rehearsal.md) and writes a JSON report and a latency-over-time plot. Exit status 0:
-// every criterion met; 1: one was not; 2: the rehearsal could not run as written.
+// every criterion met; 1: one was not; 2: a bad scenario; 4: the stack or the run failed.
 
 #include "app/commands/commands.hpp"
+#include "app/commands/exit_status.hpp"
 #include "app/commands/secret.hpp"
 #include "app/rehearsal/driver.hpp"
 #include "app/rehearsal/scenario.hpp"
@@ -42,45 +43,13 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 using namespace rehearsal;
 
-constexpr const char* usage =
-    "usage: fulltime rehearse SCENARIO.json [--out DIR] [--database-url URL] [--pgbouncer] "
-    "[--keep]";
 constexpr std::size_t account_workers = 16;
 // How long after the run's end the bettors may still wait for replies to what they sent.
 constexpr double drain_s = 30;
 constexpr std::int64_t live_market_base = 1000;
 constexpr std::int64_t burst_market_base = 2000;
 
-struct options {
-    std::string scenario_path;
-    std::string out_dir;
-    std::string database_url;
-    bool pgbouncer = false;  ///< PgBouncer in between whatever the scenario says
-    bool keep = false;
-};
-
-options parse(const std::vector<std::string>& args) {
-    options o;
-    for (std::size_t i = 0; i < args.size(); ++i) {
-        if (args[i] == "--out" && i + 1 < args.size()) {
-            o.out_dir = args[++i];
-        } else if (args[i] == "--database-url" && i + 1 < args.size()) {
-            o.database_url = args[++i];
-        } else if (args[i] == "--pgbouncer") {
-            o.pgbouncer = true;
-        } else if (args[i] == "--keep") {
-            o.keep = true;
-        } else if (o.scenario_path.empty() && !args[i].empty() && args[i][0] != '-') {
-            o.scenario_path = args[i];
-        } else {
-            throw std::invalid_argument(usage);
-        }
-    }
-    if (o.scenario_path.empty()) {
-        throw std::invalid_argument(usage);
-    }
-    return o;
-}
+using options = rehearse_options;
 
 void progress(const std::string& line) {
     std::fprintf(stderr, "rehearse: %s\n", line.c_str());
@@ -97,8 +66,7 @@ public:
         auto conn = run(db::connection::open(ioc_.get_executor(), url, std::chrono::seconds(10),
                                              std::chrono::seconds(120), false, s));
         if (!conn) {
-            throw std::runtime_error("cannot connect to the database: " +
-                                     db::describe(conn.error()));
+            throw_failure("cannot connect to the database", conn.error());
         }
         conn_ = std::move(*conn);
     }
@@ -194,14 +162,11 @@ int run(const config& cfg, const options& opt) {
     {
         std::ifstream in(opt.scenario_path);
         if (!in) {
-            std::fprintf(stderr, "fulltime rehearse: cannot read %s\n", opt.scenario_path.c_str());
-            return 2;
+            throw std::invalid_argument("cannot read " + opt.scenario_path);
         }
         const auto doc = json::parse(in, nullptr, false);
         if (doc.is_discarded()) {
-            std::fprintf(stderr, "fulltime rehearse: %s is not valid JSON\n",
-                         opt.scenario_path.c_str());
-            return 2;
+            throw std::invalid_argument(opt.scenario_path + " is not valid JSON");
         }
         s = parse_scenario(doc);
     }
@@ -641,13 +606,9 @@ int run(const config& cfg, const options& opt) {
 
 }  // namespace
 
-int rehearse_command(const config& cfg, const std::vector<std::string>& args) {
-    try {
-        return run(cfg, parse(args));
-    } catch (const std::exception& e) {  // a bad scenario or argument, or a stack that failed
-        std::fprintf(stderr, "fulltime rehearse: %s\n", e.what());
-        return 2;
-    }
+int rehearse_command(const config& cfg, const rehearse_options& o) {
+    // A bad scenario (std::invalid_argument) exits 2, a stack that failed 4, through main.
+    return run(cfg, o);
 }
 
 }  // namespace fulltime::app

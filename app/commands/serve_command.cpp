@@ -1,6 +1,7 @@
 #include "app/commands/commands.hpp"
 #include "app/commands/database_target.hpp"
 #include "app/commands/event_loops.hpp"
+#include "app/commands/exit_status.hpp"
 #include "app/commands/migrate_step.hpp"
 #include "app/commands/secret.hpp"
 #include "app/commands/systemd.hpp"
@@ -126,7 +127,7 @@ int serve_command(const config& cfg) {
         ioc.restart();
         const auto report = migrated.get();
         if (!report) {
-            throw std::runtime_error("migration failed: " + db::describe(report.error()));
+            throw_failure("migration failed", report.error());
         }
     }
     std::string server_settings;

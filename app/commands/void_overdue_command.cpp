@@ -5,9 +5,9 @@
 // it like any result event. With no engine running the event waits, durable, and the next
 // `fulltime serve` applies it when it starts.
 
-#include "app/commands/arguments.hpp"
 #include "app/commands/commands.hpp"
 #include "app/commands/database_target.hpp"
+#include "app/commands/exit_status.hpp"
 
 #include "fulltime/db/connection.hpp"
 #include "fulltime/db/error.hpp"
@@ -29,8 +29,6 @@ namespace {
 
 namespace asio = boost::asio;
 
-constexpr const char* usage =
-    "usage: fulltime void-overdue --market ID [--key KEY] [--force] [--operator NAME]";
 // result_events.event_key's bounds (0001_baseline.sql) and the producer name's (payload only).
 constexpr std::size_t key_bytes_max = 255;
 constexpr std::size_t operator_bytes_max = 64;
@@ -53,55 +51,33 @@ asio::awaitable<db::outcome<db::void_overdue_record>> run(asio::any_io_executor 
 
 }  // namespace
 
-int void_overdue_command(const config& cfg, const std::vector<std::string>& args) {
+int void_overdue_command(const config& cfg, const void_overdue_options& o) {
     db::void_overdue_request request;
-    request.operator_name = "cli";
-    bool have_market = false;
-    for (std::size_t i = 0; i < args.size(); ++i) {
-        const std::string& a = args[i];
-        auto value = [&]() -> const std::string& {
-            if (i + 1 >= args.size()) {
-                throw std::invalid_argument(a + " needs a value; " + usage);
-            }
-            return args[++i];
-        };
-        if (a == "--market") {
-            request.market_id = parse_positive(value(), "--market");
-            have_market = true;
-        } else if (a == "--key") {
-            request.event_key = value();
-            if (request.event_key.empty() || request.event_key.size() > key_bytes_max) {
-                throw std::invalid_argument("--key must be 1 to 255 bytes");
-            }
-        } else if (a == "--operator") {
-            request.operator_name = value();
-            if (request.operator_name.empty() ||
-                request.operator_name.size() > operator_bytes_max) {
-                throw std::invalid_argument("--operator must be 1 to 64 bytes");
-            }
-        } else if (a == "--force") {
-            request.force = true;
-        } else {
-            throw std::invalid_argument("unknown argument '" + a + "'; " + usage);
+    request.market_id = o.market_id;
+    request.force = o.force;
+    if (o.key) {
+        request.event_key = *o.key;
+        if (request.event_key.empty() || request.event_key.size() > key_bytes_max) {
+            throw std::invalid_argument("--key must be 1 to 255 bytes");
         }
     }
-    if (!have_market) {
-        throw std::invalid_argument(usage);
+    request.operator_name = o.operator_name;
+    if (request.operator_name.empty() || request.operator_name.size() > operator_bytes_max) {
+        throw std::invalid_argument("--operator must be 1 to 64 bytes");
     }
     request.grace_s = cfg.reservations.grace_s;
     request.default_deadline_s = cfg.reservations.default_deadline_s;
     const std::int64_t market_id = request.market_id;
 
     // Never a new private cluster: a void on an empty database has nothing to void.
-    database_target target = open_database_target(cfg, false);
-    leave_adopted_cluster_running(target);
+    const database_target target = open_command_target(cfg);
     asio::io_context ioc{1};
     auto fut = asio::co_spawn(
         ioc, run(ioc.get_executor(), target.conninfo, cfg, std::move(request)), asio::use_future);
     ioc.run();
     auto done = fut.get();
     if (!done) {
-        throw std::runtime_error("void-overdue failed: " + db::describe(done.error()));
+        throw_failure("void-overdue failed", done.error());
     }
     const bool accepted = done->status == db::void_overdue_status::stored ||
                           done->status == db::void_overdue_status::duplicate;

@@ -112,7 +112,7 @@ class PartitionsTest(EngineTestCase):
     def test_partitions_without_an_engine(self):
         code, _, err = run_cli(["partitions", "--bogus"], self.env)
         self.assertEqual(code, 2)
-        self.assertIn("usage: fulltime partitions", err)
+        self.assertIn("see fulltime partitions --help", err)
         code, _, err = run_cli(["migrate"], self.env)
         self.assertEqual(code, 0, err)
         # --keep closes the history period (it ended when the schema was made) and makes the

@@ -144,7 +144,7 @@ class ReconciliationTest(EngineTestCase):
                           "FULLTIME_DATABASE_CONNECT_TIMEOUT_MS": "2000"})
         for command in (["audit"], ["reconcile"]):
             code, out, err = run_cli(command, env)
-            self.assertEqual(code, 2, out + err)
+            self.assertEqual(code, 3, out + err)
             self.assertIn("cannot reach the database", err)
         code, out, err = run_cli(["audit", "--bogus"], self.env)
         self.assertEqual(code, 2)

@@ -194,7 +194,7 @@ class ServiceTest(EngineTestCase):
                 self.env, FULLTIME_DATABASE_MIGRATION_LOCK_TIMEOUT_MS="300"), timeout=60)
             elapsed = time.monotonic() - started
             holder.rollback()
-        self.assertEqual(code, 1, err)
+        self.assertEqual(code, 4, err)  # a failure, not a "no": it may pass at a quieter moment
         self.assertIn("lock", err)
         self.assertLess(elapsed, 30, "the migration queued instead of giving up")
         code, _, err = run_cli(["migrate"], self.env)

@@ -1,0 +1,321 @@
+// The whole command tree of `fulltime`, built with CLI11 (Debian's libcli11-dev). CLI11 is a
+// heavy header-only library and this machine builds on few cores: this is the only translation
+// unit that includes it. Each subcommand fills its options struct (app/commands/commands.hpp);
+// the command itself checks what CLI11 cannot (lengths, combinations with the configuration).
+
+#include "app/cli.hpp"
+
+#include "app/commands/commands.hpp"
+#include "app/commands/exit_status.hpp"
+
+#include "fulltime/config/config.hpp"
+#include "fulltime/core/log.hpp"
+#include "fulltime/limits.hpp"
+#include "fulltime/version.hpp"
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <functional>
+#include <limits>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace fulltime::app {
+
+namespace {
+
+constexpr const char* footer = R"(
+Exit status, every command: 0 ok; 1 a domain "no" (a refusal, a drift, a failed
+invariant, something pending, a criterion not met); 2 usage (bad arguments or
+configuration); 3 unreachable (the database; for diagnose, the engine); 4 any other
+failure (a SQL error, a stack that did not start).
+
+Configuration: config/fulltime.json holds the defaults; --config PATH (or FULLTIME_CONFIG)
+overrides them, FULLTIME_* variables override both. See docs/config.md.)";
+
+constexpr std::int64_t int64_max = std::numeric_limits<std::int64_t>::max();
+
+// The deepest subcommand the command line reached: its help and its errors are the ones shown.
+const CLI::App* reached(const CLI::App& app) {
+    const CLI::App* at = &app;
+    while (!at->get_subcommands().empty()) {
+        at = at->get_subcommands().front();
+    }
+    return at;
+}
+
+// "fulltime token admin" for the token admin subcommand.
+std::string path_of(const CLI::App* app) {
+    std::string path;
+    for (; app != nullptr; app = app->get_parent()) {
+        path = app->get_name() + (path.empty() ? "" : " " + path);
+    }
+    return path;
+}
+
+// A subcommand: options after it that it does not know go to its parents (--config anywhere).
+CLI::App* add(CLI::App& parent, const std::string& name, const std::string& description) {
+    CLI::App* sub = parent.add_subcommand(name, description);
+    sub->fallthrough();
+    return sub;
+}
+
+// Makes `run` what runs, with the configuration, once `sub` parsed.
+void on_parsed(CLI::App* sub, std::function<int(const config&)>& action,
+               std::function<int(const config&)> run) {
+    sub->callback([&action, run = std::move(run)] { action = run; });
+}
+
+void add_json(CLI::App* sub, bool& json, const std::string& description) {
+    sub->add_flag("--json", json, description);
+}
+
+}  // namespace
+
+int run_command_line(int argc, char** argv) {
+    CLI::App app{"Fulltime, a sportsbook engine on PostgreSQL.", "fulltime"};
+    app.footer(footer);
+    app.require_subcommand(1);
+    app.set_version_flag("--version", "fulltime " + std::string(version));
+    std::optional<std::string> config_path;
+    app.add_option("--config", config_path, "configuration file (default: FULLTIME_CONFIG)");
+
+    // What to run once the configuration is loaded; set by the subcommand that parsed.
+    std::function<int(const config&)> action;
+    bool version_json = false;
+    bool version_asked = false;
+
+    CLI::App* serve = add(app, "serve",
+                          "run the engine (starts a private PostgreSQL when no database URL is "
+                          "configured); a newer schema is refused (1)");
+    on_parsed(serve, action, [](const config& cfg) { return serve_command(cfg); });
+
+    migrate_options migrate;
+    CLI::App* migrate_app = add(app, "migrate", "apply pending database migrations and exit");
+    CLI::Option* status = migrate_app->add_flag(
+        "--status", migrate.status,
+        "list applied, pending and unknown (a newer release's) migrations, change nothing; exit "
+        "1 when something is pending or the schema is newer");
+    migrate_app->add_flag("--json", migrate.json, "with --status: one JSON object")->needs(status);
+    on_parsed(migrate_app, action,
+              [&](const config& cfg) { return migrate_command(cfg, migrate); });
+
+    token_options token;
+    CLI::App* token_app = add(app, "token", "print a signed token");
+    token_app->require_subcommand(1);
+    const auto add_token_kind = [&](const std::string& kind, const std::string& description) {
+        CLI::App* sub = add(*token_app, kind, description);
+        sub->add_option("--ttl", token.ttl_s, "token lifetime in seconds")
+            ->default_val(token.ttl_s)
+            ->check(CLI::Range(std::int64_t{1}, limits::token_ttl_s_max));
+        sub->callback([&, kind] {
+            token.kind = kind;
+            action = [&](const config& cfg) { return token_command(cfg, token); };
+        });
+        return sub;
+    };
+    add_token_kind("account", "a bet-client token for an account")
+        ->add_option("ID", token.account_id, "the account")
+        ->required()
+        ->check(CLI::Range(std::int64_t{1}, int64_max));
+    add_token_kind("producer", "a result-feed producer token")
+        ->add_option("NAME", token.name, "the producer's name")
+        ->required();
+    // Not required here: the command says what an admin token needs (its operator's name).
+    add_token_kind("admin",
+                   "an operator token naming its operator (logged with every action taken with it)")
+        ->add_option("OPERATOR", token.name, "the operator's name, e.g. alice");
+
+    void_overdue_options void_overdue;
+    bool void_json = false;
+    CLI::App* void_app = add(app, "void-overdue",
+                             "void a market's open bets once their reservation deadline has "
+                             "passed; refusals (not_overdue, nothing_to_void, unknown_market, "
+                             "conflict) exit 1; prints one JSON line");
+    void_app->add_option("--market", void_overdue.market_id, "the market")
+        ->required()
+        ->check(CLI::Range(std::int64_t{1}, int64_max));
+    void_app->add_option("--key", void_overdue.key,
+                         "the event's key (a repeat is a duplicate; default "
+                         "operator:void-overdue:ID)");
+    void_app->add_flag("--force", void_overdue.force, "void before the deadline");
+    void_app->add_option("--operator", void_overdue.operator_name, "the operator's name")
+        ->default_val(void_overdue.operator_name);
+    add_json(void_app, void_json, "the output is JSON already (accepted on every command)");
+    on_parsed(void_app, action,
+              [&](const config& cfg) { return void_overdue_command(cfg, void_overdue); });
+
+    bool reconcile_json = false;
+    CLI::App* reconcile = add(app, "reconcile",
+                              "run one reconciliation now (ledger against balances, currency "
+                              "checks) and print its summary; exit 1 while a balance_drift, "
+                              "currency_mismatch or currency_imbalance incident is open");
+    add_json(reconcile, reconcile_json, "print the summary as JSON");
+    on_parsed(reconcile, action,
+              [&](const config& cfg) { return reconcile_command(cfg, reconcile_json); });
+
+    bool audit_json = false;
+    CLI::App* audit = add(app, "audit",
+                          "check every money invariant on the database, one PASS/FAIL line each; "
+                          "exit 1 when one fails");
+    add_json(audit, audit_json, "print the invariants as JSON");
+    on_parsed(audit, action, [&](const config& cfg) { return audit_command(cfg, audit_json); });
+
+    bool partitions_keep = false;
+    bool partitions_json = false;
+    CLI::App* partitions = add(app, "partitions",
+                               "list the time partitions, a line per period: its state and what "
+                               "holds it");
+    partitions->add_flag("--keep", partitions_keep,
+                         "first make the periods ahead, close the periods that are over and drop "
+                         "those past retention, as the keeper does");
+    add_json(partitions, partitions_json, "print the periods as JSON");
+    on_parsed(partitions, action, [&](const config& cfg) {
+        return partitions_command(cfg, partitions_keep, partitions_json);
+    });
+
+    bool project_rebuild = false;
+    bool project_verify = false;
+    bool project_json = false;
+    CLI::App* project =
+        add(app, "project", "run the read model's projector until it caught up with the outbox");
+    CLI::Option* rebuild = project->add_flag("--rebuild", project_rebuild,
+                                             "refill the read model from the write tables");
+    project
+        ->add_flag("--verify", project_verify,
+                   "compare the read model with the write tables; exit 1 on a disagreement")
+        ->excludes(rebuild);
+    add_json(project, project_json, "print the result as JSON");
+    on_parsed(project, action, [&](const config& cfg) {
+        const project_mode mode = project_rebuild  ? project_mode::rebuild
+                                  : project_verify ? project_mode::verify
+                                                   : project_mode::catch_up;
+        return project_command(cfg, mode, project_json);
+    });
+
+    diagnose_options diagnose;
+    CLI::App* diagnose_app = add(app, "diagnose",
+                                 "ask a running engine what holds placement back now: the "
+                                 "verdict, its evidence and the newest samples; exit 1 when a "
+                                 "mechanism is named, 3 when the engine does not answer");
+    diagnose_app->add_option("--url", diagnose.url,
+                             "the engine's operators' address, http://HOST:PORT (default: the "
+                             "configured listen address)");
+    add_json(diagnose_app, diagnose.json, "print the engine's whole answer as JSON");
+    diagnose_app->add_option("--samples", diagnose.samples, "how many of the newest samples")
+        ->default_val(diagnose.samples)
+        ->check(CLI::Range(std::int64_t{1}, int64_max));
+    on_parsed(diagnose_app, action,
+              [&](const config& cfg) { return diagnose_command(cfg, diagnose); });
+
+    rehearse_options rehearse;
+    CLI::App* rehearse_app = add(app, "rehearse",
+                                 "rehearse a match night: start PostgreSQL (and PgBouncer) and "
+                                 "the engine, bet, post a results burst, inject the scenario's "
+                                 "faults, then judge its exit criteria (exit 1 when one is not "
+                                 "met); writes a JSON report and an SVG plot (docs/rehearsal.md)");
+    rehearse_app->add_option("SCENARIO", rehearse.scenario_path, "the scenario, a JSON file")
+        ->required();
+    rehearse_app->add_option("--out", rehearse.out_dir,
+                             "where the report and plot go (default rehearsal-NAME)");
+    rehearse_app->add_option("--database-url", rehearse.database_url,
+                             "rehearse on this database instead of a PostgreSQL of its own");
+    rehearse_app->add_flag("--pgbouncer", rehearse.pgbouncer,
+                           "put PgBouncer in between whatever the scenario says");
+    rehearse_app->add_flag("--keep", rehearse.keep, "keep the work directory");
+    on_parsed(rehearse_app, action,
+              [&](const config& cfg) { return rehearse_command(cfg, rehearse); });
+
+    bench_arguments bench;
+    bool bench_json = false;
+    CLI::App* bench_app = add(app, "bench-placement",
+                              "drive placements over WebSocket against a running engine and "
+                              "print throughput and latency as JSON (see scripts/bench-placement); "
+                              "exit 1 when a connection or a request failed");
+    // --help shows each option's default, read from `bench` as the options are made.
+    bench_app->option_defaults()->always_capture_default();
+    bench_app->add_option("--host", bench.host, "the engine's address");
+    bench_app->add_option("--port", bench.port, "the engine's port");
+    bench_app->add_option("--connections", bench.connections, "WebSocket connections");
+    bench_app->add_option("--accounts", bench.accounts,
+                          "accounts (connection i uses FIRST + i % M)");
+    bench_app->add_option("--first-account", bench.first_account, "the first account");
+    bench_app->add_option("--selection", bench.selections, "one selection for every bet");
+    bench_app->add_option("--selections", bench.selections, "selections with weights: ID:W,...");
+    bench_app->add_option("--stake", bench.stakes, "one stake for every bet");
+    bench_app->add_option("--stakes", bench.stakes, "stakes with weights: AMOUNT:W,...");
+    bench_app->add_option("--odds", bench.odds, "the odds sent");
+    bench_app->add_option("--duration-s", bench.duration_s, "how long to run");
+    bench_app->add_option("--warmup-s", bench.warmup_s,
+                          "leading seconds left out of latency and rate");
+    bench_app->add_option("--rate", bench.rate, "requests/s in total (open loop); 0: closed loop");
+    bench_app->add_option("--arrivals", bench.arrivals, "open loop's schedule")
+        ->check(CLI::IsMember({"uniform", "poisson"}));
+    bench_app->add_option("--inflight", bench.inflight, "outstanding requests per connection");
+    bench_app->add_option("--repeat-ratio", bench.repeat_ratio,
+                          "share of requests that repeat an earlier one exactly");
+    bench_app->add_option("--key-prefix", bench.key_prefix, "idempotency keys' prefix");
+    add_json(bench_app, bench_json, "the output is JSON already (accepted on every command)");
+    on_parsed(bench_app, action, [&](const config& cfg) { return bench_command(cfg, bench); });
+
+    CLI::App* version_app = add(app, "version", "print the version");
+    add_json(version_app, version_json, "print {\"version\": ...}");
+    version_app->callback([&] { version_asked = true; });
+
+    // `fulltime help` as `fulltime --help`, as before CLI11.
+    std::vector<std::string> args(argv + 1, argv + argc);
+    if (!args.empty() && args.front() == "help") {
+        args.front() = "--help";
+    }
+    std::reverse(args.begin(), args.end());  // CLI11 takes a vector in reverse order
+    try {
+        app.parse(args);
+    } catch (const CLI::Success& e) {  // --help, --version
+        return app.exit(e);
+    } catch (const CLI::ParseError& e) {
+        const CLI::App* at = reached(app);
+        std::string what = e.what();
+        // An argument nobody took is the mistake to name, whatever CLI11 found missing first
+        // ("A subcommand is required" for `fulltime frobnicate`).
+        if (const auto extra = app.remaining(true); !extra.empty()) {
+            const bool option = extra.front().rfind('-', 0) == 0;
+            what = std::string(option       ? "unknown option '"
+                               : at == &app ? "unknown command '"
+                                            : "unexpected argument '") +
+                   extra.front() + "'";
+        }
+        // One line naming the subcommand, as every other failure is ("fulltime: ...").
+        const std::string path = path_of(at);
+        const std::string where = at == &app ? "" : path.substr(app.get_name().size() + 1) + ": ";
+        std::fprintf(stderr, "fulltime: %s%s (see %s --help)\n", where.c_str(), what.c_str(),
+                     path.c_str());
+        return exit_usage;
+    }
+
+    if (version_asked) {
+        const std::string v(version);
+        if (version_json) {
+            std::printf("%s\n", nlohmann::json{{"version", v}}.dump().c_str());
+        } else {
+            std::printf("fulltime %s\n", v.c_str());
+        }
+        return exit_ok;
+    }
+
+    auto env = process_environment();
+    if (!config_path) {
+        if (auto it = env.find("FULLTIME_CONFIG"); it != env.end() && !it->second.empty()) {
+            config_path = it->second;
+        }
+    }
+    const config cfg = load_config(config_path, env);
+    log::set_level(log::parse_level(cfg.log_level));
+    log::set_format(log::parse_format(cfg.log_format));
+    return action(cfg);
+}
+
+}  // namespace fulltime::app
