@@ -332,10 +332,9 @@ void render(const peak_history& history, std::string& out) {
     if (s.t_ms == 0) {
         return;
     }
-    append_header(out, "fulltime_settlement_backlog_age_seconds",
-                  "Age of the oldest result event not yet applied (last peak sample).", "gauge");
-    append_sample(out, "fulltime_settlement_backlog_age_seconds", "",
-                  seconds_text(static_cast<double>(s.backlog_age_ms) / 1e3));
+    // The overall backlog age is the settlement coordinator's
+    // fulltime_settlement_backlog_age_seconds (one family has one source); the sampler adds the
+    // oldest markets'.
     append_header(out, "fulltime_settlement_market_backlog_age_seconds",
                   "Age of each backlogged market's oldest unapplied event (the oldest markets).",
                   "gauge");

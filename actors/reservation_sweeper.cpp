@@ -230,8 +230,8 @@ reservation_metrics::reservation_metrics(metrics::registry& registry)
       overdue_markets(
           registry.make_gauge("fulltime_reservations_overdue_markets",
                               "Markets holding open bets past their deadline, at the last sweep.")),
-      sweep_ms(registry.make_gauge("fulltime_reservation_sweep_duration_milliseconds",
-                                   "Duration of the last reservation sweep.")),
+      sweep_ms(registry.make_gauge("fulltime_reservation_last_sweep_duration_seconds",
+                                   "Duration of the last reservation sweep.", {}, 1'000)),
       sweeps(registry.make_counter("fulltime_reservation_sweeps_total",
                                    "Reservation sweeps finished.")),
       failures(registry.make_counter("fulltime_reservation_sweep_failures_total",

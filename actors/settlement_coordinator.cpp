@@ -101,7 +101,7 @@ void govern(coordinator_actor* self) {
         st.settings.pacing->batch_bets.store(g.batch_bets(), std::memory_order_relaxed);
         st.settings.pacing->pause_us.store(g.pause().count(), std::memory_order_relaxed);
     }
-    m.governor_placement_p99_us.set(p99 ? p99->count() : -1);
+    m.governor_placement_p99_us.set(p99 ? p99->count() : settlement_metrics::no_placement_p99);
     m.governor_batch_bets.set(g.batch_bets());
     m.governor_pause_us.set(g.pause().count());
     m.governor_settled_bets_per_s.set(settled_per_s);
@@ -124,7 +124,7 @@ caf::behavior coordinator_behavior(coordinator_actor* self, settlement_actor_set
     self->state.slots_free = slots;
     auto& m = *self->state.settings.metrics;
     m.governor_batch_bets.set(self->state.settings.governor.batch_max);
-    m.governor_placement_p99_us.set(-1);
+    m.governor_placement_p99_us.set(settlement_metrics::no_placement_p99);
     // The governor measures whenever this process places bets (its placement p99 and settled
     // rate are in /metrics either way) and steers only when a budget is set (the service then
     // made the pacing its decisions go to).

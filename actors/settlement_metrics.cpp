@@ -40,20 +40,25 @@ settlement_metrics::settlement_metrics(metrics::registry& registry)
           registry.make_gauge("fulltime_settlement_backlog_markets",
                               "Markets with result events not yet applied, at the last scan.")),
       backlog_age_ms(registry.make_gauge(
-          "fulltime_settlement_backlog_age_milliseconds",
-          "Age of the oldest result event not yet applied, at the last scan (0: none).")),
+          "fulltime_settlement_backlog_age_seconds",
+          "Age of the oldest result event not yet applied, at the last scan (0: none).", {},
+          1'000)),
       governor_budget_us(registry.make_gauge(
-          "fulltime_settlement_governor_budget_microseconds",
-          "The placement p99 the settlement governor keeps settlement under (0: governor off).")),
+          "fulltime_settlement_governor_budget_seconds",
+          "The placement p99 the settlement governor keeps settlement under (0: governor off).", {},
+          1'000'000)),
+      // Windowed, not lifetime: the p99 the governor steers by, over its own last window
+      // (settlement.placement_window_ms), so it says what placement is like now.
       governor_placement_p99_us(registry.make_gauge(
-          "fulltime_settlement_governor_placement_p99_microseconds",
-          "The engine's placement p99 over the governor's last window (-1: no placement in it).")),
+          "fulltime_settlement_governor_placement_p99_seconds",
+          "The engine's placement p99 over the governor's last window (-1: no placement in it).",
+          {}, 1'000'000)),
       governor_batch_bets(
           registry.make_gauge("fulltime_settlement_governor_batch_bets",
                               "Bets a settlement step settles at most, as the governor decides.")),
       governor_pause_us(registry.make_gauge(
-          "fulltime_settlement_governor_pause_microseconds",
-          "Pause the governor puts after a market's batch, before its next step.")),
+          "fulltime_settlement_governor_pause_seconds",
+          "Pause the governor puts after a market's batch, before its next step.", {}, 1'000'000)),
       governor_settled_bets_per_s(registry.make_gauge(
           "fulltime_settlement_governor_settled_bets_per_second",
           "Bets settlement batches looked at per second over the governor's last window.")),

@@ -2,18 +2,12 @@
 
 #include "fulltime/core/metrics.hpp"
 
-#include <cmath>
-#include <cstdio>
-
 namespace fulltime::metrics {
 
 namespace {
 
-std::string seconds_text(std::int64_t us) {
-    char buffer[32];
-    std::snprintf(buffer, sizeof buffer, "%.6f", static_cast<double>(us) / 1e6);
-    return buffer;
-}
+// The buckets count microseconds; the exposition is in seconds.
+std::string seconds_text(std::int64_t us) { return scaled_text(us, 1'000'000); }
 
 }  // namespace
 
@@ -30,27 +24,6 @@ void latency_histogram::record(std::chrono::microseconds duration) noexcept {
 
 std::uint64_t latency_histogram::count() const noexcept {
     return count_.load(std::memory_order_relaxed);
-}
-
-std::int64_t latency_histogram::quantile_us(double q) const noexcept {
-    std::uint64_t total = 0;
-    std::array<std::uint64_t, bounds_us.size()> snapshot{};
-    for (std::size_t i = 0; i < bounds_us.size(); ++i) {
-        snapshot[i] = buckets_[i].load(std::memory_order_relaxed);
-        total += snapshot[i];
-    }
-    if (total == 0) {
-        return 0;
-    }
-    const auto rank = static_cast<std::uint64_t>(std::ceil(q * static_cast<double>(total)));
-    std::uint64_t seen = 0;
-    for (std::size_t i = 0; i < bounds_us.size(); ++i) {
-        seen += snapshot[i];
-        if (seen >= rank) {
-            return i + 1 < bounds_us.size() ? bounds_us[i] : bounds_us[bounds_us.size() - 2];
-        }
-    }
-    return bounds_us[bounds_us.size() - 2];
 }
 
 void latency_histogram::render_series(std::string& out, std::string_view name,
@@ -75,13 +48,6 @@ void latency_histogram::render(std::string& out, std::string_view name,
     const std::string base(name);
     append_header(out, base, help, "histogram");
     render_series(out, base, {});
-    for (auto [suffix, q] : {std::pair<const char*, double>{"_p50", 0.5}, {"_p99", 0.99}}) {
-        const std::string gauge_name = base + suffix;
-        append_header(out, gauge_name,
-                      std::string(help) + " (estimate: upper bound of the bucket holding the rank)",
-                      "gauge");
-        append_sample(out, gauge_name, {}, seconds_text(quantile_us(q)));
-    }
 }
 
 }  // namespace fulltime::metrics

@@ -3,6 +3,7 @@
 #include "fulltime/core/assert.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <utility>
 
 namespace fulltime::metrics {
@@ -78,6 +79,21 @@ void append_sample(std::string& out, std::string_view name, std::string_view lab
     out += '\n';
 }
 
+std::string scaled_text(std::int64_t value, std::int64_t per_unit) {
+    FULLTIME_ASSERT(per_unit > 0);
+    if (per_unit == 1) {
+        return std::to_string(value);
+    }
+    int places = 0;
+    for (std::int64_t p = per_unit; p > 1; p /= 10) {
+        ++places;
+    }
+    char buffer[48];
+    std::snprintf(buffer, sizeof buffer, "%.*f", places,
+                  static_cast<double>(value) / static_cast<double>(per_unit));
+    return buffer;
+}
+
 counter& registry::make_counter(std::string name, std::string help, std::string labels) {
     std::lock_guard lock(mutex_);
     for (const auto& s : series_) {
@@ -87,11 +103,13 @@ counter& registry::make_counter(std::string name, std::string help, std::string 
     }
     counter& c = counters_.emplace_back();
     series_.push_back(
-        series{std::move(name), std::move(help), std::move(labels), true, &c, nullptr});
+        series{std::move(name), std::move(help), std::move(labels), true, &c, nullptr, 1});
     return c;
 }
 
-gauge& registry::make_gauge(std::string name, std::string help, std::string labels) {
+gauge& registry::make_gauge(std::string name, std::string help, std::string labels,
+                            std::int64_t per_unit) {
+    FULLTIME_ASSERT(per_unit > 0);
     std::lock_guard lock(mutex_);
     for (const auto& s : series_) {
         FULLTIME_ASSERT(s.name != name || !s.is_counter);
@@ -99,7 +117,7 @@ gauge& registry::make_gauge(std::string name, std::string help, std::string labe
     }
     gauge& g = gauges_.emplace_back();
     series_.push_back(
-        series{std::move(name), std::move(help), std::move(labels), false, nullptr, &g});
+        series{std::move(name), std::move(help), std::move(labels), false, nullptr, &g, per_unit});
     return g;
 }
 
@@ -128,8 +146,8 @@ std::string registry::render() const {
                     continue;
                 }
                 done[j] = true;
-                const std::string value =
-                    s.is_counter ? std::to_string(s.c->value()) : std::to_string(s.g->value());
+                const std::string value = s.is_counter ? std::to_string(s.c->value())
+                                                       : scaled_text(s.g->value(), s.per_unit);
                 append_sample(out, s.name, s.labels, value);
             }
         }

@@ -90,6 +90,20 @@ void gateway_metrics::count_request(std::string_view route, unsigned code) {
     }
 }
 
+void gateway_metrics::observe_request(std::string_view route, std::string_view method,
+                                      unsigned code, std::chrono::microseconds elapsed) {
+    // 2xx, 4xx, 5xx: the class bounds the series where a code per route would multiply them.
+    const std::string status_class = std::to_string(code / 100) + "xx";
+    std::lock_guard lock(mutex_);
+    auto key = std::make_tuple(std::string(route), std::string(method), status_class);
+    auto it = durations_.find(key);
+    if (it == durations_.end()) {
+        it = durations_.emplace(std::move(key), std::make_unique<metrics::latency_histogram>())
+                 .first;
+    }
+    it->second->record(elapsed);
+}
+
 void gateway_metrics::render_requests(std::string& out) const {
     constexpr std::string_view name = "fulltime_http_requests_total";
     metrics::append_header(out, name, "HTTP responses by route name and status code.", "counter");
@@ -98,6 +112,18 @@ void gateway_metrics::render_requests(std::string& out) const {
         const std::string labels = metrics::label("route", key.first) + "," +
                                    metrics::label("code", std::to_string(key.second));
         metrics::append_sample(out, name, labels, std::to_string(count));
+    }
+    constexpr std::string_view duration = "fulltime_http_request_duration_seconds";
+    metrics::append_header(out, duration,
+                           "Time from an HTTP request read to its response written, by route "
+                           "name, method and status class (WebSocket upgrades not included).",
+                           "histogram");
+    for (const auto& [key, histogram] : durations_) {
+        const auto& [route, method, status_class] = key;
+        histogram->render_series(out, duration,
+                                 metrics::label("route", route) + "," +
+                                     metrics::label("method", method) + "," +
+                                     metrics::label("status_class", status_class));
     }
 }
 
@@ -129,12 +155,6 @@ void render_pool_metrics(const db::pools& pools, std::string& out) {
          [&](const db::pool_stats& s) { return num(s.waiting); }},
         {"fulltime_db_pool_size_max", "Connections the pool may open.", "gauge",
          [&](const db::pool_stats& s) { return num(s.size_max); }},
-        {"fulltime_db_pool_wait_max_seconds", "Longest wait for a connection since start.", "gauge",
-         [](const db::pool_stats& s) {
-             char buf[32];
-             std::snprintf(buf, sizeof buf, "%.6f", static_cast<double>(s.wait_us_max) / 1e6);
-             return std::string(buf);
-         }},
         {"fulltime_db_pool_acquired_total", "Connections lent.", "counter",
          [&](const db::pool_stats& s) { return num(s.acquired_total); }},
         {"fulltime_db_pool_acquire_timeouts_total",

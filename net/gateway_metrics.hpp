@@ -1,15 +1,20 @@
 #pragma once
 /// The gateway's series in the metrics registry. Label sets are bounded: routes by their
-/// configured name, endpoints by the two WebSocket paths, codes by the HTTP status set.
+/// configured name (the template, never the raw path), endpoints by the two WebSocket paths,
+/// codes by the HTTP status set, methods by Beast's verbs.
 
+#include "fulltime/core/latency_histogram.hpp"
 #include "fulltime/core/metrics.hpp"
 #include "fulltime/net/endpoint_handlers.hpp"
 
+#include <chrono>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <utility>
 
 namespace fulltime::db {
@@ -26,7 +31,12 @@ public:
 
     /// Counts one HTTP response by route name and status code.
     void count_request(std::string_view route, unsigned code);
-    /// Appends fulltime_http_requests_total (a collector: the series appear as they occur).
+    /// Records how long one served request took, from its last byte read to its response
+    /// written, by route name, method (a Beast verb name, so a bounded set) and status class.
+    void observe_request(std::string_view route, std::string_view method, unsigned code,
+                         std::chrono::microseconds elapsed);
+    /// Appends fulltime_http_requests_total and fulltime_http_request_duration_seconds (a
+    /// collector: the series appear as they occur).
     void render_requests(std::string& out) const;
 
     /// Returns the session gauge of an endpoint.
@@ -48,6 +58,10 @@ private:
     metrics::counter& messages_feed_;
     mutable std::mutex mutex_;
     std::map<std::pair<std::string, unsigned>, std::uint64_t, std::less<>> requests_;
+    /// Keyed by route, method and status class; a histogram is not movable, hence the pointer.
+    std::map<std::tuple<std::string, std::string, std::string>,
+             std::unique_ptr<metrics::latency_histogram>, std::less<>>
+        durations_;
 };
 
 /// Appends every pool's gauges and counters as fulltime_db_pool_* series labelled by pool.

@@ -180,10 +180,16 @@ private:
             }
             const bool keep_alive_wanted = req.keep_alive();
             const unsigned version = req.version();
+            // A Beast verb's name: a fixed set, so a bounded label even for odd methods.
+            const std::string_view method = http::to_string(req.method());
+            const auto started = std::chrono::steady_clock::now();
             routed_response r = co_await dispatch(std::move(req));
             state_->metrics.count_request(r.route, r.response.status);
             const bool keep_alive = keep_alive_wanted && !stopping_ && !state_->stopping.load();
             const bool written = co_await write(to_beast(r.response, version, keep_alive, r.allow));
+            state_->metrics.observe_request(r.route, method, r.response.status,
+                                            std::chrono::duration_cast<std::chrono::microseconds>(
+                                                std::chrono::steady_clock::now() - started));
             if (!written || !keep_alive) {
                 co_return;
             }

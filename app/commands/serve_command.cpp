@@ -16,6 +16,7 @@
 #include "fulltime/actors/settlement.hpp"
 #include "fulltime/core/log.hpp"
 #include "fulltime/core/metrics.hpp"
+#include "fulltime/core/process_metrics.hpp"
 #include "fulltime/core/resources.hpp"
 #include "fulltime/db/pool.hpp"
 #include "fulltime/db/read_router.hpp"
@@ -28,6 +29,7 @@
 #include "fulltime/net/reconciliation_routes.hpp"
 #include "fulltime/net/server.hpp"
 #include "fulltime/net/settlement_pushes.hpp"
+#include "fulltime/version.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -141,6 +143,7 @@ int serve_command(const config& cfg) {
     }
 
     metrics::registry registry;
+    metrics::add_process_metrics(registry, fulltime::version);
     const auto executors = loops.executors();
     db::pools pools = db::pools::make(executors, cfg.database, target.conninfo,
                                       target.standby_conninfo, cfg.placement.synchronous_commit);

@@ -717,12 +717,13 @@ struct driver::impl {
             auto m = co_await http_once(metrics_conn, port, http::verb::get, "/metrics",
                                         admin_token, "");
             if (m.status == 200) {
-                const std::string name = "fulltime_settlement_backlog_age_milliseconds ";
+                const std::string name = "fulltime_settlement_backlog_age_seconds ";
                 for (std::size_t pos = m.body.find(name); pos != std::string::npos;
                      pos = m.body.find(name, pos + 1)) {
                     if (pos == 0 || m.body[pos - 1] == '\n') {
-                        backlog.push_back(
-                            backlog_reading{at, std::atof(m.body.c_str() + pos + name.size())});
+                        // The series is in seconds; the timeline keeps milliseconds.
+                        backlog.push_back(backlog_reading{
+                            at, 1000.0 * std::atof(m.body.c_str() + pos + name.size())});
                         break;
                     }
                 }

@@ -3,6 +3,7 @@ interfaces (HTTP, WebSocket, the command line), as clients not written here do.
 
 Uses only Debian's python3 modules (run with /usr/bin/python3)."""
 
+import asyncio
 import copy
 import json
 import os
@@ -19,6 +20,7 @@ import urllib.request
 import uuid
 
 import psycopg
+import websockets.client
 
 BINARY = os.environ.get("FULLTIME_BINARY", os.path.join(os.path.dirname(__file__), "../../build/fulltime"))
 STARTUP_TIMEOUT_S = 120
@@ -280,6 +282,19 @@ class EngineTestCase(unittest.TestCase):
         """Sends `market` on POST /v1/feed as the producer and requires it stored."""
         status, body = engine.post_json("/v1/feed", market, self.producer)
         self.assertEqual(status, 200, body)
+
+    def place_bet(self, engine, bettor, key="k1"):
+        """Places one bet of 10.00 at 2.50 on selection 1001 (fixtures.MARKET) over /v1/bets
+        as `bettor` (an account token) and requires it placed; returns the bet."""
+        async def place():
+            async with websockets.client.connect(engine.ws_url("/v1/bets?token=" + bettor)) as ws:
+                await ws.send(json.dumps({"type": "place", "id": "p1", "idempotency_key": key,
+                                          "selection_id": 1001, "stake": "10.00",
+                                          "odds": "2.50"}))
+                return json.loads(await asyncio.wait_for(ws.recv(), 10))
+        placed = asyncio.run(place())
+        self.assertEqual(placed["type"], "placed", placed)
+        return placed["bet"]
 
     def open_accounts(self, engine, accounts, amount, key="dep-{}"):
         """Creates each account (EUR) and deposits `amount` ("100.00") into it, with the

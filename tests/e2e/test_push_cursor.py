@@ -86,17 +86,6 @@ class PushCursorTest(EngineTestCase):
             time.sleep(0.05)
         return self.purged_total(engine)
 
-    def place_bet(self, engine, bettor):
-        async def place():
-            async with websockets.client.connect(engine.ws_url("/v1/bets?token=" + bettor)) as ws:
-                await ws.send(json.dumps({"type": "place", "id": "p1", "idempotency_key": "k1",
-                                          "selection_id": 1001, "stake": "10.00",
-                                          "odds": "2.50"}))
-                return json.loads(await asyncio.wait_for(ws.recv(), 10))
-        placed = asyncio.run(place())
-        self.assertEqual(placed["type"], "placed", placed)
-        return placed["bet"]["bet_id"]
-
     def settle_step(self, conn):
         return conn.execute("SELECT status FROM fulltime_settle_step(100, 200, 1000)").fetchone()[0]
 
@@ -134,7 +123,7 @@ class PushCursorTest(EngineTestCase):
             self.send_market(engine, MARKET)
             self.open_accounts(engine, [42], "100.00")
             bettor = self.token("account", "42")
-            bet_id = self.place_bet(engine, bettor)
+            bet_id = self.place_bet(engine, bettor)["bet_id"]
             # The cursor is stored as the loop reads: it passes the bet's own outbox row. On a
             # slow machine the row may already be purged, which the purge does only once every
             # consumer's cursor passed it: that says the same.

@@ -167,7 +167,7 @@ class SettlementTest(EngineTestCase):
             until = time.monotonic() + 30
             while time.monotonic() < until:
                 g = self.governor_gauges(engine)
-                if g.get("placement_p99_microseconds", -1) > 1000:
+                if g.get("placement_p99_seconds", -1) > 0.001:
                     break
                 time.sleep(0.05)
             # The operator reads the same state in /v1/diagnostics.
@@ -200,11 +200,11 @@ class SettlementTest(EngineTestCase):
                 load.wait()
         if governed:
             self.assertTrue(seen)
-            self.assertEqual(seen[-1]["budget_microseconds"], 1000)
-            self.assertTrue(any(g["placement_p99_microseconds"] > 1000 for g in seen), seen[-3:])
+            self.assertEqual(seen[-1]["budget_seconds"], 0.001)
+            self.assertTrue(any(g["placement_p99_seconds"] > 0.001 for g in seen), seen[-3:])
             # It steered: smaller batches than the configured 200, a pause, and the floor.
             self.assertTrue(any(g["batch_bets"] < 200 for g in seen), seen[-3:])
-            self.assertTrue(any(g["pause_microseconds"] > 0 for g in seen), seen[-3:])
+            self.assertTrue(any(g["pause_seconds"] > 0 for g in seen), seen[-3:])
             self.assertTrue(any(g["floored"] == 1 for g in seen), seen[-3:])
         seq, checkpoint = self.applied_seq()
         self.assertEqual(seq, 0, "settlement finished before the kill: make the market larger")

@@ -261,7 +261,19 @@ TEST_CASE("metrics exposes pool, gateway and request series in the text format")
     CHECK(contains(m, "fulltime_db_pool_in_use{pool=\"placement\"} 0\n"));
     CHECK(contains(m, "fulltime_db_pool_size_max{pool=\"background\"} 2\n"));
     CHECK(contains(m, "fulltime_db_pool_waiting{pool=\"read\"} 0\n"));
-    CHECK(contains(m, "fulltime_db_pool_wait_max_seconds{pool=\"settlement\"} "));
+    CHECK(contains(m, "fulltime_db_pool_acquire_wait_seconds_count{pool=\"settlement\"} "));
+    // Every served request has its duration, by route name, method and status class. It is
+    // recorded once the response is written, which the client may see before the engine does.
+    CHECK(eventually([&] {
+        const auto again = http_get(g.port(), "/metrics").body;
+        return contains(again,
+                        "fulltime_http_request_duration_seconds_count{route=\"healthz\","
+                        "method=\"GET\",status_class=\"2xx\"} 1\n") &&
+               contains(again,
+                        "fulltime_http_request_duration_seconds_bucket{route="
+                        "\"unmatched\",method=\"GET\",status_class=\"4xx\",le=\"+Inf\"} "
+                        "1\n");
+    }));
     CHECK(contains(m, "# TYPE fulltime_db_pool_acquire_timeouts_total counter\n"));
     CHECK(contains(m, "fulltime_db_pool_rejected_total{pool=\"placement\"} 0\n"));
     CHECK(contains(m, "fulltime_db_pool_broken_total{pool=\"placement\"} 0\n"));

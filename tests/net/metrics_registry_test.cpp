@@ -1,7 +1,12 @@
 #include "fulltime/core/metrics.hpp"
 
+#include "fulltime/core/latency_histogram.hpp"
+#include "fulltime/core/process_metrics.hpp"
+
 #include <doctest/doctest.h>
 
+#include <chrono>
+#include <ctime>
 #include <string>
 
 using namespace fulltime::metrics;
@@ -71,4 +76,50 @@ TEST_CASE("collectors append after registered series") {
     REQUIRE(pool != std::string::npos);
     CHECK(first < pool);
     CHECK(out.find("# TYPE ft_pool_in_use gauge\n") != std::string::npos);
+}
+
+TEST_CASE("a gauge kept in milli- or microseconds is exported in the base unit") {
+    registry r;
+    r.make_gauge("ft_age_seconds", "Age.", {}, 1'000).set(1'500);
+    r.make_gauge("ft_p99_seconds", "P99.", {}, 1'000'000).set(-1'000'000);
+    r.make_gauge("ft_count", "Count.").set(7);
+    const std::string out = r.render();
+    CHECK(out.find("ft_age_seconds 1.500\n") != std::string::npos);
+    CHECK(out.find("ft_p99_seconds -1.000000\n") != std::string::npos);
+    CHECK(out.find("ft_count 7\n") != std::string::npos);
+    CHECK(scaled_text(250, 1'000'000) == "0.000250");
+}
+
+TEST_CASE("a latency histogram renders buckets, sum and count in seconds, and no quantiles") {
+    latency_histogram h;
+    h.record(std::chrono::microseconds(40));
+    h.record(std::chrono::milliseconds(3));
+    std::string out;
+    h.render(out, "ft_latency_seconds", "Latency.");
+    CHECK(out.find("# TYPE ft_latency_seconds histogram\n") != std::string::npos);
+    CHECK(out.find("ft_latency_seconds_bucket{le=\"0.000050\"} 1\n") != std::string::npos);
+    CHECK(out.find("ft_latency_seconds_bucket{le=\"0.005000\"} 2\n") != std::string::npos);
+    CHECK(out.find("ft_latency_seconds_bucket{le=\"+Inf\"} 2\n") != std::string::npos);
+    CHECK(out.find("ft_latency_seconds_sum 0.003040\n") != std::string::npos);
+    CHECK(out.find("ft_latency_seconds_count 2\n") != std::string::npos);
+    CHECK(out.find("_p50") == std::string::npos);
+    CHECK(out.find("_p99") == std::string::npos);
+}
+
+TEST_CASE("the build and process series are there, in base units") {
+    registry r;
+    add_process_metrics(r, "1.2.3");
+    const std::string out = r.render();
+    CHECK(out.find("fulltime_build_info{version=\"1.2.3\"} 1\n") != std::string::npos);
+    for (const char* family :
+         {"# TYPE process_start_time_seconds gauge\n", "# TYPE process_cpu_seconds_total counter\n",
+          "# TYPE process_resident_memory_bytes gauge\n", "# TYPE process_open_fds gauge\n"}) {
+        CHECK_MESSAGE(out.find(family) != std::string::npos, family);
+    }
+    // Started in the past, and not before this century.
+    const auto at = out.find("\nprocess_start_time_seconds ");
+    REQUIRE(at != std::string::npos);
+    const double started = std::stod(out.substr(at + 28));
+    CHECK(started > 1e9);
+    CHECK(started <= static_cast<double>(std::time(nullptr)) + 1);
 }

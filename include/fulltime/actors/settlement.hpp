@@ -61,12 +61,14 @@ struct settlement_metrics {
     metrics::gauge& batches_running;          ///< steps holding a slot
     metrics::gauge& backlog_events;           ///< events stored but not yet applied (last scan)
     metrics::gauge& backlog_markets;          ///< markets with such events (last scan)
-    metrics::gauge& backlog_age_ms;           ///< age of the oldest such event (last scan)
+    metrics::gauge& backlog_age_ms;           ///< age of the oldest such event (last scan), ms
     metrics::latency_histogram step_latency;  ///< one step's transaction, as the engine sees it
     /// The governor (settlement.placement_p99_budget_ms): its budget (0: off), the placement p99
-    /// over the last window (-1: no placement in it; measured whenever this process places bets,
-    /// budget or not), its batch size and pause, the bets settled per second over the window, and
-    /// 1 while the floor holds it back.
+    /// over the last window (no_placement_p99: no placement in it; measured whenever this
+    /// process places bets, budget or not), its batch size and pause, the bets settled per second
+    /// over the window, and 1 while the floor holds it back. Durations in microseconds, exported
+    /// in seconds.
+    static constexpr std::int64_t no_placement_p99 = -1'000'000;  ///< exported as -1 (s)
     metrics::gauge& governor_budget_us;
     metrics::gauge& governor_placement_p99_us;
     metrics::gauge& governor_batch_bets;

@@ -1,6 +1,8 @@
 #pragma once
-/// A fixed-bucket latency histogram, updated lock-free from any thread and rendered in the
-/// Prometheus text format with p50/p99 estimates (upper bound of the bucket holding the rank).
+/// A fixed-bucket latency histogram, updated lock-free from any thread and rendered as a
+/// Prometheus histogram in seconds. It renders no quantile gauges: a quantile over the whole
+/// process lifetime says little about now; dashboards and alerts take one over a window from
+/// the buckets (histogram_quantile over rate(..._bucket[5m])).
 
 #include <array>
 #include <atomic>
@@ -27,12 +29,7 @@ public:
     /// Returns how many durations were recorded.
     std::uint64_t count() const noexcept;
 
-    /// Returns the upper bound, in microseconds, of the bucket holding quantile q (0 < q <= 1);
-    /// 0 when nothing was recorded. A duration past the last finite bound reports that bound.
-    std::int64_t quantile_us(double q) const noexcept;
-
-    /// Appends `name`_bucket/_sum/_count as a Prometheus histogram in seconds, then the gauges
-    /// `name`_p50 and `name`_p99 (estimates, in seconds).
+    /// Appends the family's HELP/TYPE header and `name`_bucket/_sum/_count, in seconds.
     void render(std::string& out, std::string_view name, std::string_view help) const;
 
     /// Appends the series of one member of a labelled family, without HELP/TYPE headers:

@@ -49,13 +49,18 @@ std::string escape_label_value(std::string_view value);
 /// Returns one label pair `name="value"` with the value escaped.
 std::string label(std::string_view name, std::string_view value);
 
-/// Appends the `# HELP` and `# TYPE` lines of one metric family; `type` is "counter" or "gauge".
+/// Appends the `# HELP` and `# TYPE` lines of one metric family; `type` is "counter", "gauge"
+/// or "histogram".
 void append_header(std::string& out, std::string_view name, std::string_view help,
                    std::string_view type);
 
 /// Appends one sample line `name{labels} value`; empty labels omit the braces.
 void append_sample(std::string& out, std::string_view name, std::string_view labels,
                    std::string_view value);
+
+/// Returns `value / per_unit` as sample text: the integer itself when per_unit is 1, else a
+/// decimal with as many places as per_unit has zeros (microseconds as seconds: 6).
+std::string scaled_text(std::int64_t value, std::int64_t per_unit);
 
 /// Owns the metrics of one engine instance. Registration happens at startup; references
 /// returned stay valid for the registry's lifetime.
@@ -64,8 +69,11 @@ public:
     /// Registers a counter. `labels` is either empty or a Prometheus label set without braces,
     /// e.g. `path="/v1/bets"`. Series sharing a name share one HELP/TYPE header.
     counter& make_counter(std::string name, std::string help, std::string labels = {});
-    /// Registers a gauge, as make_counter.
-    gauge& make_gauge(std::string name, std::string help, std::string labels = {});
+    /// Registers a gauge, as make_counter. `per_unit` is how many of the gauge's own steps make
+    /// one exported unit: a duration kept in microseconds (what the code measures in) and
+    /// exported in seconds (Prometheus' base unit) has 1'000'000.
+    gauge& make_gauge(std::string name, std::string help, std::string labels = {},
+                      std::int64_t per_unit = 1);
     /// Adds a collector called on every render.
     void add_collector(collector c);
     /// Returns every series in the Prometheus text exposition format (version 0.0.4): each
@@ -80,6 +88,7 @@ private:
         bool is_counter = false;
         counter* c = nullptr;
         gauge* g = nullptr;
+        std::int64_t per_unit = 1;
     };
     mutable std::mutex mutex_;
     std::deque<counter> counters_;

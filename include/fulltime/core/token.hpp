@@ -3,8 +3,8 @@
 ///
 /// Text form: "ft1.<payload>.<signature>", both parts unpadded base64url. The payload is compact
 /// JSON: {"k":"account","a":42,"e":1767225600} for a bet client, {"k":"producer","p":"feed-1",
-/// "e":...} for a producer, {"k":"admin","o":"alice","e":...} for an operator; "e" is the expiry in Unix
-/// seconds. The signature is HMAC-SHA256(secret, "ft1." + payload) over the base64url text of
+/// "e":...} for a producer, {"k":"admin","o":"alice","e":...} for an operator; "e" is the expiry in
+/// Unix seconds. The signature is HMAC-SHA256(secret, "ft1." + payload) over the base64url text of
 /// the payload (the token up to its second dot), so it is compared, in constant time, before
 /// the payload is decoded or parsed.
 
