@@ -7,9 +7,10 @@
   bet.py --token T watch [--count N]       print bet_settled pushes (N of them, or until Ctrl-C),
                                            and {"watching":true,"connection":n} on each connect
 
-The token is a bet-client token (`fulltime token account ID`), or FULLTIME_TOKEN; the engine's
-bettors' address is --url (default ws://127.0.0.1:8080/v1/bets). Prints one JSON object per
-line. Exits 0 on success, 1 when the engine refused (the reply is printed), 2 on bad usage."""
+The token is a bet-client token (`fulltime token account ID`), or BET_TOKEN (not a FULLTIME_*
+name: `fulltime` refuses FULLTIME_* variables it does not know, to catch a misspelt setting).
+The engine's bettors' address is --url (default ws://127.0.0.1:8080/v1/bets). Prints one JSON
+object per line. Exits 0 on success, 1 when the engine refused (the reply is printed), 2 on bad usage."""
 
 import argparse
 import asyncio
@@ -23,7 +24,7 @@ from fulltime_client import BetClient, Refused
 def parse(argv):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--url", default="ws://127.0.0.1:8080/v1/bets")
-    p.add_argument("--token", default=os.environ.get("FULLTIME_TOKEN"))
+    p.add_argument("--token", default=os.environ.get("BET_TOKEN"))
     commands = p.add_subparsers(dest="command", required=True)
     place = commands.add_parser("place", help="place a bet")
     place.add_argument("--selection", type=int, required=True)
@@ -39,7 +40,7 @@ def parse(argv):
     watch.add_argument("--count", type=int, help="stop after this many")
     args = p.parse_args(argv)
     if not args.token:
-        p.error("give --token or set FULLTIME_TOKEN (fulltime token account ID)")
+        p.error("give --token or set BET_TOKEN (fulltime token account ID)")
     return args
 
 

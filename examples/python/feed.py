@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Fulltime's example feed producer: sends catalog and result messages on POST /v1/feed
 (docs/protocol-feed.md) with a producer token (`fulltime token producer NAME`, or
-FULLTIME_TOKEN), to the operators' address (--url, default http://127.0.0.1:8081; the bettors'
+FEED_TOKEN), to the operators' address (--url, default http://127.0.0.1:8081; the bettors'
 port when the engine has no admin_listen).
 
   feed.py market --market 100 --event 10 --name "Final" --selection 1001:Home:2.50 ...
@@ -62,7 +62,7 @@ def result_message(args):
 def parse(argv):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--url", default="http://127.0.0.1:8081")
-    p.add_argument("--token", default=os.environ.get("FULLTIME_TOKEN"))
+    p.add_argument("--token", default=os.environ.get("FEED_TOKEN"))
     commands = p.add_subparsers(dest="command", required=True)
     market = commands.add_parser("market", help="create or update a market")
     market.add_argument("--market", type=int, required=True)
@@ -82,7 +82,7 @@ def parse(argv):
     send.add_argument("file")
     args = p.parse_args(argv)
     if not args.token:
-        p.error("give --token or set FULLTIME_TOKEN (fulltime token producer NAME)")
+        p.error("give --token or set FEED_TOKEN (fulltime token producer NAME)")
     return args
 
 
