@@ -119,13 +119,6 @@ def cli_token(env, *args):
     return out.strip()
 
 
-def admin_token(env, operator):
-    """An admin token naming `operator`; from a binary of a release before named admin tokens
-    (upgrade_fixture.py runs one), the plain one it takes."""
-    code, out, _ = run_cli(["token", "admin", operator], env)
-    return out.strip() if code == 0 else cli_token(env, "admin")
-
-
 def post_ok(engine, path, body, bearer):
     """POSTs `body` and returns the parsed answer; fails unless it is 200 or 201."""
     status, answer = engine.post_json(path, body, bearer)

@@ -63,7 +63,7 @@ import websockets.client
 import websockets.exceptions
 
 from fixtures import HOME_WINS, MARKET, OTHER_MARKET
-from harness import (PG_BIN, Engine, admin_token, as_pg_owner, cli_token, engine_env, post_ok,
+from harness import (PG_BIN, Engine, as_pg_owner, cli_token, engine_env, post_ok,
                      wait_until)
 from money import assert_money_invariants
 
@@ -324,7 +324,7 @@ class BackupRestoreTest(unittest.TestCase):
         engine = Engine(cls.env)
         try:
             engine.wait_ready(60)
-            admin, producer = (admin_token(cls.env, "backup-test"),
+            admin, producer = (cli_token(cls.env, "admin", "backup-test"),
                                cli_token(cls.env, "producer", "feed-1"))
             post_ok(engine, "/v1/feed", MARKET, producer)
             post_ok(engine, "/v1/feed", OTHER_MARKET, producer)
