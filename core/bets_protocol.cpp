@@ -1,5 +1,6 @@
 #include "fulltime/core/bets_protocol.hpp"
 
+#include "fulltime/core/errors.hpp"
 #include "fulltime/core/money.hpp"
 #include "fulltime/limits.hpp"
 
@@ -447,7 +448,11 @@ json render_invalid(const json& id, std::string_view message) {
 }
 
 json render_busy(const json& id, std::string_view message) {
-    return json{{"type", "rejected"}, {"id", id}, {"code", "busy"}, {"message", message}};
+    return json{{"type", "rejected"},
+                {"id", id},
+                {"code", "busy"},
+                {"message", message},
+                {"retry_after_ms", errors::busy_retry_after_ms}};
 }
 
 json render_place_result(const json& id, const place_result& result) {

@@ -93,8 +93,8 @@ asio::awaitable<http_response> get_diagnostics(
     body["pools"] = std::move(by_name);
     auto conn = co_await pools->background->acquire();
     if (!conn) {
-        co_return json_error(503, "unavailable",
-                             "no database connection: " + db::describe(conn.error()));
+        co_return problem(503, "unavailable",
+                          "no database connection: " + db::describe(conn.error()));
     }
     auto settlement = co_await db::read_settlement_backlog_json(
         **conn, static_cast<std::int64_t>(limits::diagnostics_backlog_markets_max));
@@ -103,7 +103,7 @@ asio::awaitable<http_response> get_diagnostics(
     if (!settlement || !refusals) {
         const auto& f = !settlement ? settlement.error() : refusals.error();
         log::warn("diagnostics: " + db::describe(f));
-        co_return json_error(503, "unavailable", "the database did not answer");
+        co_return problem(503, "unavailable", "the database did not answer");
     }
     auto markets = json::parse(*settlement, nullptr, false);
     std::int64_t oldest = 0;

@@ -288,15 +288,15 @@ asio::awaitable<http_response> handle_http(std::shared_ptr<feed_state> st,
     // a string or integer.
     auto parsed = detail::parse_message(request.body, *handlers, false);
     if (auto* error = std::get_if<json>(&parsed)) {
-        co_return json_error(400, (*error)["code"].get<std::string>(),
-                             (*error)["message"].get<std::string>());
+        co_return problem(400, (*error)["code"].get<std::string>(),
+                          (*error)["message"].get<std::string>());
     }
     auto& message = std::get<detail::inbound_message>(parsed);
     std::string producer = request.claims ? request.claims->producer : std::string();
     auto answer = co_await apply(st, message.type, std::move(message.body), std::move(producer));
     st->count(message.type, outcome_of(answer));
     if (!answer.ok) {
-        co_return json_error(answer.http_status, answer.code, answer.message);
+        co_return problem(answer.http_status, answer.code, answer.message);
     }
     http_response r;
     r.status = 200;

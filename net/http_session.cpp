@@ -20,6 +20,7 @@
 #include <boost/beast/http/write.hpp>
 #include <boost/beast/websocket/rfc6455.hpp>
 
+#include <algorithm>
 #include <array>
 #include <optional>
 
@@ -83,6 +84,11 @@ http::response<http::string_body> to_beast(const http_response& r, unsigned vers
     res.set(http::field::cache_control, "no-store");
     if (!allow.empty()) {
         res.set(http::field::allow, allow);
+    }
+    // Every 503 says when to come back, whoever built it (/readyz's not_ready included).
+    if (const unsigned s = r.status == 503 ? std::max(r.retry_after_s, 1U) : r.retry_after_s;
+        s > 0) {
+        res.set(http::field::retry_after, std::to_string(s));
     }
     res.body() = r.body;
     res.keep_alive(keep_alive);
@@ -201,12 +207,12 @@ private:
     asio::awaitable<void> refuse_unreadable(const boost::system::error_code& ec) {
         http_response r;
         if (ec == http::error::body_limit) {
-            r = json_error(413, "payload_too_large", "request body is too large");
+            r = problem(413, "payload_too_large", "request body is too large");
         } else if (ec == http::error::header_limit) {
-            r = json_error(431, "headers_too_large", "request headers are too large");
+            r = problem(431, "headers_too_large", "request headers are too large");
         } else if (ec.category() == http::make_error_code(http::error::end_of_stream).category() &&
                    ec != http::error::end_of_stream && ec != http::error::partial_message) {
-            r = json_error(400, "bad_request", "malformed HTTP request");
+            r = problem(400, "bad_request", "malformed HTTP request");
         } else {
             co_return;
         }
@@ -237,17 +243,16 @@ private:
             if (auto ep = endpoint_at(path); ep && serves_endpoint(*ep)) {
                 co_return routed_response{
                     ws_route_name(*ep),
-                    json_error(426, "upgrade_required", "this endpoint speaks WebSocket"),
+                    problem(426, "upgrade_required", "this endpoint speaks WebSocket"),
                     {}};
             }
             co_return routed_response{
-                "unmatched", json_error(404, "not_found", "no such resource"), {}};
+                "unmatched", problem(404, "not_found", "no such resource"), {}};
         }
         if (m.kind == match_kind::method_not_allowed) {
             co_return routed_response{
                 m.route->name,
-                json_error(405, "method_not_allowed", "method not allowed on this resource"),
-                m.allow};
+                problem(405, "method_not_allowed", "method not allowed on this resource"), m.allow};
         }
         const http_route& route = *m.route;
         http_request hreq;
@@ -258,7 +263,7 @@ private:
                                     st.svc.token_secret, unix_now_s(), kind);
             if (!claims) {
                 co_return routed_response{
-                    route.name, json_error(401, "unauthorized", claims.error()), {}};
+                    route.name, problem(401, "unauthorized", claims.error()), {}};
             }
             hreq.claims = std::move(*claims);
         }
@@ -266,6 +271,9 @@ private:
         hreq.path = std::string(path);
         hreq.query = std::string(query);
         hreq.content_type = std::string(req[http::field::content_type]);
+        if (const auto key = req.find("Idempotency-Key"); key != req.end()) {
+            hreq.idempotency_key = std::string(key->value());
+        }
         hreq.body = std::move(req.body());
         // With GCC 12, a co_await inside this braced initializer crashed (a string freed twice);
         // awaiting into a local first does not.
@@ -285,7 +293,7 @@ private:
             failed = true;
         }
         if (failed) {
-            out.response = json_error(500, "internal", "internal error");
+            out.response = problem(500, "internal", "internal error");
         }
         co_return out;
     }
@@ -296,13 +304,13 @@ private:
         const auto ep = endpoint_at(path);
         const unsigned version = req.version();
         if (!ep || !serves_endpoint(*ep)) {
-            const auto r = json_error(404, "not_found", "no WebSocket endpoint here");
+            const auto r = problem(404, "not_found", "no WebSocket endpoint here");
             st.metrics.count_request("unmatched", r.status);
             co_await write(to_beast(r, version, false));
             co_return;
         }
         if (stopping_ || st.stopping.load()) {
-            const auto r = json_error(503, "shutting_down", "the server is shutting down");
+            const auto r = problem(503, "shutting_down", "the server is shutting down");
             st.metrics.count_request(ws_route_name(*ep), r.status);
             co_await write(to_beast(r, version, false));
             co_return;
@@ -312,7 +320,7 @@ private:
         auto claims = authorize(extract_token(req[http::field::authorization], query),
                                 st.svc.token_secret, unix_now_s(), required);
         if (!claims) {
-            const auto r = json_error(401, "unauthorized", claims.error());
+            const auto r = problem(401, "unauthorized", claims.error());
             st.metrics.count_request(ws_route_name(*ep), r.status);
             co_await write(to_beast(r, version, false));
             co_return;
@@ -362,8 +370,7 @@ asio::awaitable<void> refuse(std::shared_ptr<server_state> state, tcp::socket so
     auto [read_ec, read_bytes] = co_await http::async_read_header(
         stream, buffer, parser, asio::as_tuple(asio::use_awaitable));
     if (!read_ec) {
-        auto res = to_beast(json_error(503, "unavailable", "too many connections"), 11, false);
-        res.set(http::field::retry_after, "1");
+        auto res = to_beast(problem(503, "unavailable", "too many connections"), 11, false);
         state->metrics.count_request("refused", 503);
         auto [write_ec, write_bytes] =
             co_await http::async_write(stream, res, asio::as_tuple(asio::use_awaitable));

@@ -44,10 +44,10 @@ http_response json_response(unsigned status, const json& body) {
 http_response failed(const db::failure& f, std::string_view what) {
     if (f.code == db::errc::lock_timeout || f.code == db::errc::pool_timeout ||
         f.code == db::errc::pool_queue_full || f.retryable()) {
-        return json_error(503, "busy", "the database is busy; retry (the same key is safe)");
+        return problem(503, "busy", "the database is busy; retry (the same key is safe)");
     }
     log::error(std::string(what) + " failed: " + db::describe(f));
-    return json_error(503, "unavailable", "the database is unavailable; retry");
+    return problem(503, "unavailable", "the database is unavailable; retry");
 }
 
 // Parses "{prefix}{id}/{suffix}"; nullopt when the path has another shape.
@@ -83,12 +83,12 @@ asio::awaitable<http_response> post_void_overdue(std::shared_ptr<market_routes_s
                                                  http_request request) {
     const auto id_text = id_between(request.path, markets_path, "void-overdue");
     if (!id_text) {
-        co_return json_error(404, "not_found", "no such resource: " + request.path.substr(0, 128));
+        co_return problem(404, "not_found", "no such resource: " + request.path.substr(0, 128));
     }
     const auto market_id = feed::parse_path_id(*id_text);
     if (!market_id) {
-        co_return json_error(400, "invalid_request",
-                             "the market id in the path must be a positive integer");
+        co_return problem(400, "invalid_request",
+                          "the market id in the path must be a positive integer");
     }
     db::void_overdue_request req;
     req.market_id = *market_id;
@@ -96,23 +96,25 @@ asio::awaitable<http_response> post_void_overdue(std::shared_ptr<market_routes_s
     req.operator_name = std::string(operator_of(request));
     req.grace_s = st->cfg->reservations.grace_s;
     req.default_deadline_s = st->cfg->reservations.default_deadline_s;
-    if (!request.body.empty()) {
-        const json body = json::parse(request.body, nullptr, false);
-        if (body.is_discarded() || !body.is_object()) {
-            co_return json_error(400, "invalid_json", "the body is not a JSON object");
-        }
-        for (const auto& [name, value] : body.items()) {
-            if (name == "key" && value.is_string() && !value.get<std::string>().empty() &&
-                value.get<std::string>().size() <= 255) {
-                req.event_key = value.get<std::string>();
-            } else if (name == "force" && value.is_boolean()) {
-                req.force = value.get<bool>();
-            } else {
-                co_return json_error(400, "invalid_request",
-                                     "\"" + name.substr(0, 64) +
-                                         "\" is not a field of a void-overdue request (key: "
-                                         "1 to 255 bytes, force: true or false)");
-            }
+    // No body is a request with no key and no force; the key may come as Idempotency-Key.
+    json body = request.body.empty() ? json::object() : json::parse(request.body, nullptr, false);
+    if (body.is_discarded() || !body.is_object()) {
+        co_return problem(400, "invalid_json", "the body is not a JSON object");
+    }
+    if (auto clash = take_idempotency_header(request, body)) {
+        co_return std::move(*clash);
+    }
+    for (const auto& [name, value] : body.items()) {
+        if (name == "key" && value.is_string() && !value.get<std::string>().empty() &&
+            value.get<std::string>().size() <= 255) {
+            req.event_key = value.get<std::string>();
+        } else if (name == "force" && value.is_boolean()) {
+            req.force = value.get<bool>();
+        } else {
+            co_return problem(400, "invalid_request",
+                              "\"" + name.substr(0, 64) +
+                                  "\" is not a field of a void-overdue request (key: "
+                                  "1 to 255 bytes, force: true or false)");
         }
     }
     auto conn = co_await st->pools->background->acquire();
@@ -135,8 +137,7 @@ asio::awaitable<http_response> post_void_overdue(std::shared_ptr<market_routes_s
     const bool accepted = done->status == db::void_overdue_status::stored ||
                           done->status == db::void_overdue_status::duplicate;
     if (!accepted) {
-        co_return json_error(http_status_of(done->status), db::to_string(done->status),
-                             done->message);
+        co_return problem(http_status_of(done->status), db::to_string(done->status), done->message);
     }
     if (done->status == db::void_overdue_status::stored && st->on_stored) {
         try {
@@ -159,12 +160,12 @@ asio::awaitable<http_response> get_market_events(std::shared_ptr<market_routes_s
                                                  http_request request) {
     const auto id_text = id_between(request.path, feed_markets_path, "events");
     if (!id_text) {
-        co_return json_error(404, "not_found", "no such resource: " + request.path.substr(0, 128));
+        co_return problem(404, "not_found", "no such resource: " + request.path.substr(0, 128));
     }
     const auto market_id = feed::parse_path_id(*id_text);
     if (!market_id) {
-        co_return json_error(400, "invalid_request",
-                             "the market id in the path must be a positive integer");
+        co_return problem(400, "invalid_request",
+                          "the market id in the path must be a positive integer");
     }
     auto conn = co_await st->pools->background->acquire();
     if (!conn) {
@@ -185,12 +186,12 @@ asio::awaitable<http_response> get_market_summary(std::shared_ptr<market_routes_
                                                   http_request request) {
     const auto id_text = id_between(request.path, markets_path, "summary");
     if (!id_text) {
-        co_return json_error(404, "not_found", "no such resource: " + request.path.substr(0, 128));
+        co_return problem(404, "not_found", "no such resource: " + request.path.substr(0, 128));
     }
     const auto market_id = feed::parse_path_id(*id_text);
     if (!market_id) {
-        co_return json_error(400, "invalid_request",
-                             "the market id in the path must be a positive integer");
+        co_return problem(400, "invalid_request",
+                          "the market id in the path must be a positive integer");
     }
     const db::read_need need{std::chrono::milliseconds(st->cfg->read.bets_staleness_ms), 0};
     db::read_target ran_on = db::read_target::primary;

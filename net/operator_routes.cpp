@@ -74,7 +74,7 @@ json account_json(const db::account_row& a) {
 std::optional<json> parse_body(const std::string& body, http_response& error) {
     json parsed = json::parse(body, nullptr, false);
     if (parsed.is_discarded()) {
-        error = json_error(400, "invalid_json", "the body is not valid JSON");
+        error = problem(400, "invalid_json", "the body is not valid JSON");
         return std::nullopt;
     }
     return parsed;
@@ -84,10 +84,10 @@ std::optional<json> parse_body(const std::string& body, http_response& error) {
 http_response failed(const db::failure& f, std::string_view what) {
     if (f.code == db::errc::lock_timeout || f.code == db::errc::pool_timeout ||
         f.code == db::errc::pool_queue_full || f.retryable()) {
-        return json_error(503, "busy", "the wallet is busy; retry with the same key");
+        return problem(503, "busy", "the wallet is busy; retry with the same key");
     }
     log::error("operator api: " + std::string(what) + " failed: " + db::describe(f));
-    return json_error(503, "unavailable", "the database is unavailable; retry");
+    return problem(503, "unavailable", "the database is unavailable; retry");
 }
 
 asio::awaitable<http_response> create_account(std::shared_ptr<operator_state> st,
@@ -99,7 +99,7 @@ asio::awaitable<http_response> create_account(std::shared_ptr<operator_state> st
     }
     auto parsed = feed::parse_account_request(*body);
     if (!parsed) {
-        co_return json_error(400, "invalid_request", parsed.error().message);
+        co_return problem(400, "invalid_request", parsed.error().message);
     }
     auto conn = co_await st->pools->background->acquire();
     if (!conn) {
@@ -125,9 +125,9 @@ asio::awaitable<http_response> create_account(std::shared_ptr<operator_state> st
         case db::account_creation::currency_conflict:
             break;
     }
-    co_return json_error(409, "account_exists",
-                         "account " + std::to_string(done->account.account_id) +
-                             " exists with currency " + done->account.currency);
+    co_return problem(409, "account_exists",
+                      "account " + std::to_string(done->account.account_id) +
+                          " exists with currency " + done->account.currency);
 }
 
 asio::awaitable<http_response> get_account(std::shared_ptr<operator_state> st,
@@ -141,8 +141,8 @@ asio::awaitable<http_response> get_account(std::shared_ptr<operator_state> st,
         co_return failed(found.error(), "get account");
     }
     if (!*found) {
-        co_return json_error(404, "unknown_account",
-                             "account " + std::to_string(account_id) + " does not exist");
+        co_return problem(404, "unknown_account",
+                          "account " + std::to_string(account_id) + " does not exist");
     }
     co_return json_response(200, account_json(**found));
 }
@@ -156,10 +156,14 @@ asio::awaitable<http_response> transfer(std::shared_ptr<operator_state> st, db::
         st->count(kind, wallet_outcome::invalid);
         co_return error;
     }
+    if (auto clash = take_idempotency_header(request, *body)) {
+        st->count(kind, wallet_outcome::invalid);
+        co_return std::move(*clash);
+    }
     auto parsed = feed::parse_transfer_request(*body);
     if (!parsed) {
         st->count(kind, wallet_outcome::invalid);
-        co_return json_error(400, "invalid_request", parsed.error().message);
+        co_return problem(400, "invalid_request", parsed.error().message);
     }
     auto conn = co_await st->pools->background->acquire();
     if (!conn) {
@@ -210,7 +214,7 @@ asio::awaitable<http_response> transfer(std::shared_ptr<operator_state> st, db::
         case db::transfer_status::key_reused:
             st->count(kind, wallet_outcome::key_reused);
             note("key_reused");
-            co_return json_error(
+            co_return problem(
                 409, "idempotency_key_reused",
                 "key \"" + parsed->key.substr(0, 64) + "\" already " +
                     (kind == db::transfer_kind::deposit ? "deposited " : "withdrew ") +
@@ -218,7 +222,7 @@ asio::awaitable<http_response> transfer(std::shared_ptr<operator_state> st, db::
         case db::transfer_status::insufficient_funds:
             st->count(kind, wallet_outcome::insufficient_funds);
             note("insufficient_funds");
-            co_return json_error(
+            co_return problem(
                 409, "insufficient_funds",
                 "available balance is below " + money::format_amount(parsed->amount_minor));
         case db::transfer_status::unknown_account:
@@ -226,8 +230,8 @@ asio::awaitable<http_response> transfer(std::shared_ptr<operator_state> st, db::
     }
     st->count(kind, wallet_outcome::unknown_account);
     note("unknown_account");
-    co_return json_error(404, "unknown_account",
-                         "account " + std::to_string(account_id) + " does not exist");
+    co_return problem(404, "unknown_account",
+                      "account " + std::to_string(account_id) + " does not exist");
 }
 
 // Splits "/v1/accounts/{id}[/{rest}]" into the id text and the rest ("" when absent).
@@ -244,7 +248,7 @@ bool split_account_path(std::string_view path, std::string_view& id, std::string
 }
 
 http_response not_found(std::string_view path) {
-    return json_error(404, "not_found", "no such resource: " + std::string(path.substr(0, 128)));
+    return problem(404, "not_found", "no such resource: " + std::string(path.substr(0, 128)));
 }
 
 asio::awaitable<http_response> post_under_account(std::shared_ptr<operator_state> st,
@@ -257,8 +261,8 @@ asio::awaitable<http_response> post_under_account(std::shared_ptr<operator_state
     }
     const auto account_id = feed::parse_path_id(id_text);
     if (!account_id) {
-        co_return json_error(400, "invalid_request",
-                             "the account id in the path must be a positive integer");
+        co_return problem(400, "invalid_request",
+                          "the account id in the path must be a positive integer");
     }
     const auto kind =
         rest == "deposits" ? db::transfer_kind::deposit : db::transfer_kind::withdrawal;
@@ -275,8 +279,8 @@ asio::awaitable<http_response> get_under_account(std::shared_ptr<operator_state>
     }
     const auto account_id = feed::parse_path_id(id_text);
     if (!account_id) {
-        co_return json_error(400, "invalid_request",
-                             "the account id in the path must be a positive integer");
+        co_return problem(400, "invalid_request",
+                          "the account id in the path must be a positive integer");
     }
     auto response = co_await get_account(st, *account_id);
     co_return response;

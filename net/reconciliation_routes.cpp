@@ -41,17 +41,17 @@ asio::awaitable<http_response> post_reconcile(std::shared_ptr<routes_state> st) 
     }
     switch (run.error().code) {
         case db::errc::pool_closed:
-            co_return json_error(503, "shutting_down", "the server is shutting down");
+            co_return problem(503, "shutting_down", "the server is shutting down");
         case db::errc::deadline_exceeded:
-            co_return json_error(504, "timeout",
-                                 "the reconciliation did not finish within "
-                                 "reconcile.run_timeout_ms; its findings appear in "
-                                 "GET /v1/incidents as it goes");
+            co_return problem(504, "timeout",
+                              "the reconciliation did not finish within "
+                              "reconcile.run_timeout_ms; its findings appear in "
+                              "GET /v1/incidents as it goes");
         default:
             break;
     }
     // The run already logged its failure; the client gets no SQL.
-    co_return json_error(503, "unavailable", "the reconciliation run failed; see the server log");
+    co_return problem(503, "unavailable", "the reconciliation run failed; see the server log");
 }
 
 // Epoch seconds as the wire's UTC time ("2026-11-30T12:00:00Z").
@@ -111,7 +111,7 @@ std::optional<db::incident_filter> parse_filter(std::string_view query, http_res
         } else if (*status == "all") {
             f.status = db::incident_status::all;
         } else {
-            error = json_error(400, "invalid_request", "status must be open, resolved or all");
+            error = problem(400, "invalid_request", "status must be open, resolved or all");
             return std::nullopt;
         }
     }
@@ -119,9 +119,9 @@ std::optional<db::incident_filter> parse_filter(std::string_view query, http_res
         const bool known = std::ranges::find(db::incident_kinds, std::string_view{*kind}) !=
                            db::incident_kinds.end();
         if (!known) {
-            error = json_error(400, "invalid_request",
-                               "kind must be balance_drift, currency_mismatch, "
-                               "currency_imbalance or overdue_reservation");
+            error = problem(400, "invalid_request",
+                            "kind must be balance_drift, currency_mismatch, "
+                            "currency_imbalance or overdue_reservation");
             return std::nullopt;
         }
         f.kind = std::move(*kind);
@@ -129,7 +129,7 @@ std::optional<db::incident_filter> parse_filter(std::string_view query, http_res
     if (auto account = detail::query_param(query, "account_id")) {
         auto id = feed::parse_path_id(*account);
         if (!id) {
-            error = json_error(400, "invalid_request", "account_id must be a positive integer");
+            error = problem(400, "invalid_request", "account_id must be a positive integer");
             return std::nullopt;
         }
         f.account_id = *id;
@@ -137,7 +137,7 @@ std::optional<db::incident_filter> parse_filter(std::string_view query, http_res
     if (auto limit = detail::query_param(query, "limit")) {
         auto n = feed::parse_path_id(*limit);
         if (!n || *n > static_cast<std::int64_t>(limits::incidents_page_max)) {
-            error = json_error(
+            error = problem(
                 400, "invalid_request",
                 "limit must be between 1 and " + std::to_string(limits::incidents_page_max));
             return std::nullopt;
@@ -156,14 +156,14 @@ asio::awaitable<http_response> get_incidents(std::shared_ptr<routes_state> st,
     }
     auto conn = co_await st->pools->read->acquire();
     if (!conn) {
-        co_return json_error(
+        co_return problem(
             503, "unavailable",
             "no database connection: " + std::string(db::to_string(conn.error().code)));
     }
     auto rows = co_await db::list_incidents(**conn, std::move(*filter));
     if (!rows) {
         log::warn("incidents: " + db::describe(rows.error()));
-        co_return json_error(503, "unavailable", "the database did not answer");
+        co_return problem(503, "unavailable", "the database did not answer");
     }
     json list = json::array();
     for (const auto& i : *rows) {

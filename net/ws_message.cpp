@@ -1,5 +1,7 @@
 #include "net/ws_message.hpp"
 
+#include "fulltime/core/bets_protocol.hpp"
+#include "fulltime/core/errors.hpp"
 #include "fulltime/limits.hpp"
 
 namespace fulltime::net::detail {
@@ -47,13 +49,16 @@ std::string quoted_prefix(std::string_view s) {
 }  // namespace
 
 nlohmann::json error_reply(nlohmann::json id, std::string_view code, std::string_view message) {
-    return nlohmann::json{
+    nlohmann::json reply{
         {"type", "error"}, {"id", std::move(id)}, {"code", code}, {"message", message}};
+    if (const auto wait = errors::retry_after_ms(code); wait > 0) {
+        reply["retry_after_ms"] = wait;
+    }
+    return reply;
 }
 
 nlohmann::json busy_reply(nlohmann::json id, std::string_view message) {
-    return nlohmann::json{
-        {"type", "rejected"}, {"id", std::move(id)}, {"code", "busy"}, {"message", message}};
+    return bets::render_busy(id, message);
 }
 
 std::string to_wire(const nlohmann::json& message) {

@@ -29,10 +29,11 @@ std::variant<inbound_message, nlohmann::json> parse_message(std::string_view tex
                                                             const endpoint_handlers& handlers,
                                                             bool id_required = true);
 
-/// Returns `{"type":"error","id":id,"code":code,"message":message}`.
+/// Returns `{"type":"error","id":id,"code":code,"message":message}`, with `retry_after_ms`
+/// (retry_after_ms_for) when the code is worth retrying.
 nlohmann::json error_reply(nlohmann::json id, std::string_view code, std::string_view message);
 
-/// Returns `{"type":"rejected","id":id,"code":"busy","message":message}`.
+/// Returns `{"type":"rejected","id":id,"code":"busy","message":message,"retry_after_ms":..}`.
 nlohmann::json busy_reply(nlohmann::json id, std::string_view message);
 
 /// Returns the compact text of `message`; invalid UTF-8 is replaced rather than thrown.

@@ -39,7 +39,7 @@ def post(url, token, message):
             if e.code != 503:
                 return e.code, json.loads(answer) if answer else {}
             time.sleep(float(e.headers.get("Retry-After") or 1))
-    return 503, {"error": f"still unavailable after {RETRIES_MAX} attempts"}
+    return 503, {"code": "unavailable", "detail": f"still unavailable after {RETRIES_MAX} attempts"}
 
 
 def market_message(args):

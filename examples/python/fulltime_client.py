@@ -112,7 +112,9 @@ class BetClient:
                 raise Refused(reply)
             if reply["type"] == "rejected" and reply.get("code") == "busy":
                 self.busy_retries += 1
-                await asyncio.sleep(BUSY_DELAYS_S[min(attempt, len(BUSY_DELAYS_S) - 1)])
+                # The engine's hint (retry_after_ms) is the least wait; back off beyond it.
+                await asyncio.sleep(max(reply.get("retry_after_ms", 0) / 1000,
+                                        BUSY_DELAYS_S[min(attempt, len(BUSY_DELAYS_S) - 1)]))
                 continue
             return reply
 

@@ -345,6 +345,7 @@ TEST_CASE("a stored result of an unknown shape is an error not a reply") {
     bets::place_result busy;
     busy.kind = bets::place_result::status::busy;
     CHECK(bets::render_place_result("x", busy)["code"] == "busy");
+    CHECK(bets::render_place_result("x", busy)["retry_after_ms"] == 100);
 }
 
 TEST_CASE("balance and bet lines render money as decimal strings") {

@@ -458,7 +458,7 @@ class Run:
             if same:
                 expect(status in (200, 201), f"deposit replay {a}/{key}: {status} {body}")
             else:
-                expect(status == 409 and body.get("error") == "idempotency_key_reused",
+                expect(status == 409 and body.get("code") == "idempotency_key_reused",
                        f"deposit key reuse {a}/{key}: {status} {body}")
             self.note(f"deposit {a} {key} again ({'same' if same else 'other'} amount)")
             return
@@ -496,7 +496,7 @@ class Run:
             m.net[a] -= amount
             self.note(f"withdrawal {a} {money(amount)}")
         else:
-            expect(status == 409 and body.get("error") == "insufficient_funds",
+            expect(status == 409 and body.get("code") == "insufficient_funds",
                    f"withdrawal {a} {amount} above {available}: {status} {body}")
             self.note(f"withdrawal {a} {money(amount)} refused (available {money(available)})")
 
@@ -786,13 +786,13 @@ class Run:
         open_bets = [b for b in mk.bets if b.in_force is None]
         if not open_bets:
             status, body = self.post(path, {"force": True, "key": self.new_key("void")}, self.admin)
-            expect(status == 409 and body.get("error") == "nothing_to_void",
+            expect(status == 409 and body.get("code") == "nothing_to_void",
                    f"void-overdue of {mk.market_id} without open bets: {status} {body}")
             self.note(f"void-overdue {mk.market_id}: nothing_to_void")
             return
         if self.rng.random() < 0.3:
             status, body = self.post(path, {}, self.admin)
-            expect(status == 409 and body.get("error") == "not_overdue",
+            expect(status == 409 and body.get("code") == "not_overdue",
                    f"void-overdue of {mk.market_id} before its deadline: {status} {body}")
             self.note(f"void-overdue {mk.market_id}: not_overdue")
             return

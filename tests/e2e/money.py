@@ -87,7 +87,7 @@ def sql_violations(conninfo):
                     WHERE r.bet_id = e.bet_id AND r.version = e.version AND r.reversal)
                 GROUP BY e.bet_id HAVING count(*) > 1"""):
             problems.append(f"bet {bet_id} has {n} effects in force")
-        for row in conn.execute(f"""
+        for row in conn.execute("""
                 SELECT bet_id, lr, wr, la, wa FROM (
                     SELECT b.bet_id,
                            coalesce(sum(s.amount) FILTER (WHERE s.side = 'reserved'), 0) lr,

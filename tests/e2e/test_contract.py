@@ -172,9 +172,12 @@ class Contract:
                 return template, item[method.lower()]
         return None
 
-    def check_http(self, method, path, status, content_type, text):
+    def check_http(self, method, path, status, content_type, text, retry_after=None):
         """Validates one HTTP answer against the OpenAPI file; records (template, method,
-        status). A path the file does not list gets the common error body."""
+        status). A path the file does not list gets the common error body. Every 503 must say
+        when to retry."""
+        if status == 503 and not (retry_after or "").isdigit():
+            raise AssertionError(f"{method} {path} 503 without a Retry-After: {text[:300]}")
         found = self.operation(method, path)
         if found is None:
             self.validator("openapi.json", {"$ref": "#/components/schemas/error"}).validate(json.loads(text))
@@ -191,7 +194,7 @@ class Contract:
         media = content_type.split(";")[0].strip()
         if media not in content:
             raise AssertionError(f"{method} {template} {status}: {content_type} is not {list(content)}")
-        if media == "application/json":
+        if media in ("application/json", "application/problem+json"):
             body = json.loads(text)
             errors = sorted(self.validator("openapi.json", content[media]["schema"]).iter_errors(body),
                             key=str)
@@ -267,9 +270,11 @@ class ContractTrafficTest(EngineTestCase):
         try:
             with urllib.request.urlopen(req, timeout=DEADLINE_S) as r:
                 status, ctype, text = r.status, r.headers.get("Content-Type", ""), r.read().decode()
+                retry_after = r.headers.get("Retry-After")
         except urllib.error.HTTPError as e:
             status, ctype, text = e.code, e.headers.get("Content-Type", ""), e.read().decode()
-        self.contract.check_http(method, path.split("?")[0], status, ctype, text)
+            retry_after = e.headers.get("Retry-After")
+        self.contract.check_http(method, path.split("?")[0], status, ctype, text, retry_after)
         try:
             return status, json.loads(text)
         except ValueError:
@@ -282,7 +287,7 @@ class ContractTrafficTest(EngineTestCase):
 
     def refused(self, status, code, method, path, body=None, **kw):
         answer = self.expect(status, method, path, body, **kw)
-        self.assertEqual(answer["error"], code, answer)
+        self.assertEqual(answer["code"], code, answer)
         return answer
 
     def upgrade(self, path, token=None):
@@ -297,7 +302,7 @@ class ContractTrafficTest(EngineTestCase):
         r = conn.getresponse()
         text = r.read().decode() if r.status != 101 else ""
         self.contract.check_http("GET", path.split("?")[0], r.status, r.getheader("Content-Type", ""),
-                                 text)
+                                 text, r.getheader("Retry-After"))
         conn.close()
         return r.status
 
@@ -555,6 +560,12 @@ class ContractTrafficTest(EngineTestCase):
                                          token=admin)["replayed"])
             self.assertTrue(self.expect(200, "POST", path, {"amount": "5", "key": kind},
                                         token=admin)["replayed"])
+            # The key as the Idempotency-Key header is the same key; a body naming another is
+            # refused.
+            self.assertTrue(self.expect(200, "POST", path, {"amount": "5.00"}, token=admin,
+                                        headers={"Idempotency-Key": kind})["replayed"])
+            self.refused(400, "invalid_request", "POST", path, {"amount": "5.00", "key": "other"},
+                         token=admin, headers={"Idempotency-Key": kind})
             self.refused(409, "idempotency_key_reused", "POST", path, raw=json.dumps(
                 {"amount": "6.00", "key": kind}).encode(), token=admin)
             self.refused(404, "unknown_account", "POST", f"/v1/accounts/999/{kind}",
@@ -587,8 +598,8 @@ class ContractTrafficTest(EngineTestCase):
             {"key": HOME_WINS["event_key"], "force": True}).encode(), token=admin)
         first = self.expect(200, "POST", "/v1/markets/100/void-overdue", {"force": True, "key": "v1"},
                             token=admin)
-        again = self.expect(200, "POST", "/v1/markets/100/void-overdue", {"force": True, "key": "v1"},
-                            token=admin)
+        again = self.expect(200, "POST", "/v1/markets/100/void-overdue", {"force": True},
+                            token=admin, headers={"Idempotency-Key": "v1"})
         self.assertEqual((first["duplicate"], again["duplicate"], again["seq"]),
                          (False, True, first["seq"]))
 

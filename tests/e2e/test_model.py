@@ -51,7 +51,7 @@ class ModelRulesTest(unittest.TestCase):
             # A withdrawal above the balance is refused and writes nothing.
             transfers = run.sql("SELECT count(*) FROM ledger_transfers")[0][0]
             status, body = run.transfer("withdrawal", 1, 100, "w1")
-            self.assertEqual((status, body.get("error")), (409, "insufficient_funds"), body)
+            self.assertEqual((status, body.get("code")), (409, "insufficient_funds"), body)
             self.assertEqual(run.sql("SELECT count(*) FROM ledger_transfers")[0][0], transfers)
             self.assertEqual(run.sql("SELECT available, reserved, owed FROM accounts")[0], (0, 0, 0))
             # After a deposit the stake is covered, but the key's refusal is its answer for good.

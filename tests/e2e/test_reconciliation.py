@@ -114,7 +114,7 @@ class ReconciliationTest(EngineTestCase):
                         "?account_id=x"):
                 status, body = engine.get_json("/v1/incidents" + bad, self.auth())
                 self.assertEqual(status, 400, bad)
-                self.assertEqual(body["error"], "invalid_request")
+                self.assertEqual(body["code"], "invalid_request")
 
             # Fixed by hand: the next run closes it.
             self.sql("UPDATE accounts SET available = available - 1 WHERE account_id = 42")

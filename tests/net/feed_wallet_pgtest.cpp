@@ -361,29 +361,29 @@ TEST_CASE("POST /v1/feed takes one message with a producer token") {
     // An id of the wrong type is still refused, and changes nothing.
     r = post_feed(e.port(), json{{"type", "suspend"}, {"id", 1.5}, {"market_id", 100}}.dump());
     CHECK(r.status == 400);
-    CHECK(json::parse(r.body)["error"] == "invalid_request");
+    CHECK(json::parse(r.body)["code"] == "invalid_request");
     CHECK(e.text("SELECT status FROM markets WHERE market_id = 100") == "open");
 
     r = post_feed(e.port(), "{oops");
     CHECK(r.status == 400);
-    CHECK(json::parse(r.body)["error"] == "invalid_json");
+    CHECK(json::parse(r.body)["code"] == "invalid_json");
     r = post_feed(e.port(),
                   R"({"type":"odds","id":1,"market_id":100,"selection_id":1001,"odds":"0.5"})");
     CHECK(r.status == 400);
-    CHECK(json::parse(r.body)["error"] == "invalid_request");
-    CHECK(contains(json::parse(r.body)["message"], "odds: "));
+    CHECK(json::parse(r.body)["code"] == "invalid_request");
+    CHECK(contains(json::parse(r.body)["detail"], "odds: "));
     r = post_feed(e.port(), R"({"type":"teleport","id":1,"market_id":100})");
     CHECK(r.status == 400);
     r = post_feed(e.port(),
                   R"({"type":"odds","id":1,"market_id":7,"selection_id":1001,"odds":"2.50"})");
     CHECK(r.status == 404);
-    CHECK(json::parse(r.body)["error"] == "unknown_market");
+    CHECK(json::parse(r.body)["code"] == "unknown_market");
     json stolen = market_message(200);
     stolen["selections"] =
         json::array({{{"selection_id", 1001}, {"name", "Home"}, {"odds", "2.00"}}});
     r = post_feed(e.port(), stolen.dump());
     CHECK(r.status == 409);
-    CHECK(json::parse(r.body)["error"] == "conflict");
+    CHECK(json::parse(r.body)["code"] == "conflict");
 
     // Only a producer token is accepted.
     CHECK(post_feed(e.port(), market_message(500).dump(), token::kind::account).status == 401);
@@ -411,14 +411,17 @@ TEST_CASE("accounts are created once and read from the primary") {
     CHECK(json::parse(r.body)["account_id"] == 42);
     r = admin_post(e.port(), "/v1/accounts", json{{"account_id", 42}, {"currency", "USD"}});
     CHECK(r.status == 409);
-    CHECK(json::parse(r.body) ==
-          json{{"error", "account_exists"}, {"message", "account 42 exists with currency EUR"}});
+    CHECK(json::parse(r.body) == json{{"type", "about:blank"},
+                                      {"title", "Conflict"},
+                                      {"status", 409},
+                                      {"code", "account_exists"},
+                                      {"detail", "account 42 exists with currency EUR"}});
     r = admin_post(e.port(), "/v1/accounts", json{{"account_id", 43}, {"currency", "eur"}});
     CHECK(r.status == 400);
-    CHECK(json::parse(r.body)["error"] == "invalid_request");
+    CHECK(json::parse(r.body)["code"] == "invalid_request");
     r = http_call(e.port(), "POST", "/v1/accounts", "nope", bearer(token::kind::admin));
     CHECK(r.status == 400);
-    CHECK(json::parse(r.body)["error"] == "invalid_json");
+    CHECK(json::parse(r.body)["code"] == "invalid_json");
 
     REQUIRE(deposit(e.port(), 42, "12.34", "d1").status == 201);
     CHECK(get_account(e.port(), 42) == json{{"account_id", 42},
@@ -428,7 +431,7 @@ TEST_CASE("accounts are created once and read from the primary") {
                                             {"owed", "0.00"}});
     r = http_call(e.port(), "GET", "/v1/accounts/77", {}, bearer(token::kind::admin));
     CHECK(r.status == 404);
-    CHECK(json::parse(r.body)["error"] == "unknown_account");
+    CHECK(json::parse(r.body)["code"] == "unknown_account");
     r = http_call(e.port(), "GET", "/v1/accounts/x7", {}, bearer(token::kind::admin));
     CHECK(r.status == 400);
     r = http_call(e.port(), "GET", "/v1/accounts/42/more", {}, bearer(token::kind::admin));
@@ -474,8 +477,8 @@ TEST_CASE("a deposit key moves money exactly once and refuses another amount") {
 
     r = deposit(e.port(), 1, "100.01", "k1");
     CHECK(r.status == 409);
-    CHECK(json::parse(r.body)["error"] == "idempotency_key_reused");
-    CHECK(contains(json::parse(r.body)["message"], "100.00"));
+    CHECK(json::parse(r.body)["code"] == "idempotency_key_reused");
+    CHECK(contains(json::parse(r.body)["detail"], "100.00"));
     CHECK(get_account(e.port(), 1)["available"] == "100.00");
     CHECK(e.text("SELECT entry_key FROM ledger_transfers") == "deposit:1:k1");
     CHECK(e.text("SELECT concat_ws('|', debit_side, credit_side, credit_account_id, amount) "
@@ -492,11 +495,45 @@ TEST_CASE("a deposit key moves money exactly once and refuses another amount") {
 
     r = deposit(e.port(), 99, "5.00", "k1");
     CHECK(r.status == 404);
-    CHECK(json::parse(r.body)["error"] == "unknown_account");
+    CHECK(json::parse(r.body)["code"] == "unknown_account");
     CHECK(contains(e.metrics(),
                    "fulltime_wallet_transfers_total{kind=\"deposit\",outcome=\"replayed\"} 1\n"));
     CHECK(contains(e.metrics(),
                    "fulltime_wallet_transfers_total{kind=\"deposit\",outcome=\"key_reused\"} 1\n"));
+    e.check_money_invariants();
+}
+
+TEST_CASE("the Idempotency-Key header is a deposit's key, and a body naming another is refused") {
+    engine e;
+    REQUIRE(
+        admin_post(e.port(), "/v1/accounts", json{{"account_id", 7}, {"currency", "EUR"}}).status ==
+        201);
+    const auto post = [&](const json& body, const std::string& key) {
+        auto headers = bearer(token::kind::admin);
+        headers.emplace_back("Idempotency-Key", key);
+        return http_call(e.port(), "POST", "/v1/accounts/7/deposits", body.dump(), headers);
+    };
+    auto r = post(json{{"amount", "20.00"}}, "hdr-1");
+    REQUIRE(r.status == 201);
+    CHECK(json::parse(r.body)["key"] == "hdr-1");
+    // The same key again, by header or by body, is the same deposit.
+    r = post(json{{"amount", "20.00"}}, "hdr-1");
+    CHECK(r.status == 200);
+    CHECK(json::parse(r.body)["replayed"] == true);
+    CHECK(deposit(e.port(), 7, "20.00", "hdr-1").status == 200);
+    r = post(json{{"amount", "20.00"}, {"key", "hdr-1"}}, "hdr-1");
+    CHECK(r.status == 200);
+
+    r = post(json{{"amount", "20.00"}, {"key", "body-2"}}, "hdr-2");
+    CHECK(r.status == 400);
+    CHECK(json::parse(r.body)["code"] == "invalid_request");
+    CHECK(contains(json::parse(r.body)["detail"], "Idempotency-Key"));
+    r = post(json{{"amount", "20.00"}}, "");
+    CHECK(r.status == 400);
+    CHECK(json::parse(r.body)["detail"] == "key: must not be empty");
+
+    CHECK(get_account(e.port(), 7)["available"] == "20.00");
+    CHECK(e.text("SELECT string_agg(entry_key, ',') FROM ledger_transfers") == "deposit:7:hdr-1");
     e.check_money_invariants();
 }
 
@@ -553,8 +590,11 @@ TEST_CASE("a withdrawal above available is refused and changes nothing") {
     REQUIRE(deposit(e.port(), 3, "50.00", "d1").status == 201);
     auto r = withdraw(e.port(), 3, "50.01", "w1");
     CHECK(r.status == 409);
-    CHECK(json::parse(r.body) ==
-          json{{"error", "insufficient_funds"}, {"message", "available balance is below 50.01"}});
+    CHECK(json::parse(r.body) == json{{"type", "about:blank"},
+                                      {"title", "Conflict"},
+                                      {"status", 409},
+                                      {"code", "insufficient_funds"},
+                                      {"detail", "available balance is below 50.01"}});
     CHECK(e.text("SELECT count(*) FROM ledger_transfers") == "1");
     CHECK(get_account(e.port(), 3)["available"] == "50.00");
 
@@ -586,8 +626,8 @@ TEST_CASE("bad amounts and keys are refused with a clear message") {
         const auto r = admin_post(e.port(), "/v1/accounts/4/deposits", body);
         CHECK(r.status == 400);
         const auto parsed = json::parse(r.body);
-        CHECK(parsed["error"] == "invalid_request");
-        return parsed["message"].get<std::string>();
+        CHECK(parsed["code"] == "invalid_request");
+        return parsed["detail"].get<std::string>();
     };
     CHECK(contains(refused(json{{"amount", "0"}, {"key", "a"}}), "amount: "));
     CHECK(contains(refused(json{{"amount", "0.00"}, {"key", "a"}}), "amount: "));
@@ -624,7 +664,8 @@ TEST_CASE("a deposit waiting on a held balance row retries then answers busy and
     auto r = deposit(e.port(), 5, "1.00", "held");
     const auto took = std::chrono::steady_clock::now() - started;
     CHECK(r.status == 503);
-    CHECK(json::parse(r.body)["error"] == "busy");
+    CHECK(json::parse(r.body)["code"] == "busy");
+    CHECK(r.header("Retry-After") == "1");
     // Four attempts of about 50 ms each, well under a second.
     CHECK(took >= 150ms);
     CHECK(took < 2s);

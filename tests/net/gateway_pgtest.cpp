@@ -208,16 +208,16 @@ TEST_CASE("healthz answers without the database, unknown paths and methods answe
 
     r = http_get(g.port(), "/nope");
     CHECK(r.status == 404);
-    CHECK(json::parse(r.body)["error"] == "not_found");
+    CHECK(json::parse(r.body)["code"] == "not_found");
 
     r = http_call(g.port(), "POST", "/healthz");
     CHECK(r.status == 405);
     CHECK(r.header("Allow") == "GET");
-    CHECK(json::parse(r.body)["error"] == "method_not_allowed");
+    CHECK(json::parse(r.body)["code"] == "method_not_allowed");
 
     r = http_get(g.port(), "/v1/bets");
     CHECK(r.status == 426);
-    CHECK(json::parse(r.body)["error"] == "upgrade_required");
+    CHECK(json::parse(r.body)["code"] == "upgrade_required");
 }
 
 TEST_CASE("readyz is 503 until the migrations are applied, then 200") {
@@ -300,9 +300,9 @@ TEST_CASE("upgrades to /v1/bets need an unexpired account token") {
         const auto r = c.upgrade(target, h);
         CHECK(r.status == 401);
         const auto body = json::parse(r.body);
-        CHECK(body["error"] == "unauthorized");
-        CHECK(body["message"].is_string());
-        return body["message"].get<std::string>();
+        CHECK(body["code"] == "unauthorized");
+        CHECK(body["detail"].is_string());
+        return body["detail"].get<std::string>();
     };
     CHECK(contains(refused("/v1/bets", {}), "missing"));
     CHECK(contains(refused("/v1/bets", bearer(producer_token())), "account"));
@@ -440,7 +440,8 @@ TEST_CASE("connections over connections_max are refused with 503") {
     CHECK(g.server().open_connections() == 2);
     auto r = http_get(g.port(), "/healthz");
     CHECK(r.status == 503);
-    CHECK(json::parse(r.body)["error"] == "unavailable");
+    CHECK(json::parse(r.body)["code"] == "unavailable");
+    CHECK(r.header("Retry-After") == "1");
     {
         ws_client refused(g.port());
         CHECK(refused.upgrade("/v1/bets", bearer(account_token())).status == 503);
@@ -541,7 +542,7 @@ TEST_CASE("routes added by features get token checks, bodies and JSON errors fro
 
     auto r = http_call(g.port(), "POST", "/v1/accounts/42/deposits", "{}");
     CHECK(r.status == 401);
-    CHECK(json::parse(r.body)["error"] == "unauthorized");
+    CHECK(json::parse(r.body)["code"] == "unauthorized");
     r = http_call(g.port(), "POST", "/v1/accounts/42/deposits", "{}", bearer(producer_token()));
     CHECK(r.status == 401);
 
@@ -558,12 +559,18 @@ TEST_CASE("routes added by features get token checks, bodies and JSON errors fro
 
     r = http_call(g.port(), "POST", "/v1/accounts/1", "throw", bearer(admin_token()));
     CHECK(r.status == 500);
-    CHECK(json::parse(r.body) == json{{"error", "internal"}, {"message", "internal error"}});
+    CHECK(json::parse(r.body) == json{{"type", "about:blank"},
+                                      {"title", "Internal Server Error"},
+                                      {"status", 500},
+                                      {"code", "internal"},
+                                      {"detail", "internal error"}});
+    CHECK(r.header("Content-Type") == "application/problem+json");
+    CHECK(r.header("Retry-After").empty());
 
     r = http_call(g.port(), "POST", "/v1/accounts/1", std::string((1 << 20) + 1, 'x'),
                   bearer(admin_token()));
     CHECK(r.status == 413);
-    CHECK(json::parse(r.body)["error"] == "payload_too_large");
+    CHECK(json::parse(r.body)["code"] == "payload_too_large");
 
     r = http_get(g.port(), "/v1/accounts/1", bearer(admin_token()));
     CHECK(r.status == 405);

@@ -377,21 +377,24 @@ TEST_CASE("POST /v1/feed takes result events with HTTP statuses") {
     changed["outcomes"][0].erase("dead_heat_factor");
     r = post_feed(e.port(), changed);
     CHECK(r.status == 409);
-    CHECK(json::parse(r.body)["error"] == "conflict");
-    CHECK(contains(json::parse(r.body)["message"], "event_key ev-1 is market 100 seq 1"));
+    CHECK(json::parse(r.body)["code"] == "conflict");
+    CHECK(contains(json::parse(r.body)["detail"], "event_key ev-1 is market 100 seq 1"));
     r = post_feed(e.port(), result_message(100, 1, "ev-2"));
     CHECK(r.status == 409);
-    CHECK(json::parse(r.body)["error"] == "conflict");
+    CHECK(json::parse(r.body)["code"] == "conflict");
 
     r = post_feed(e.port(), result_message(404, 1, "ev-3"));
     CHECK(r.status == 404);
-    CHECK(json::parse(r.body) ==
-          json{{"error", "unknown_market"}, {"message", "market 404 does not exist"}});
+    CHECK(json::parse(r.body) == json{{"type", "about:blank"},
+                                      {"title", "Not Found"},
+                                      {"status", 404},
+                                      {"code", "unknown_market"},
+                                      {"detail", "market 404 does not exist"}});
     json foreign = result_message(100, 2, "ev-4");
     foreign["outcomes"][0]["selection_id"] = 9;
     r = post_feed(e.port(), foreign);
     CHECK(r.status == 404);
-    CHECK(json::parse(r.body)["error"] == "unknown_selection");
+    CHECK(json::parse(r.body)["code"] == "unknown_selection");
 
     json bad = result_message(100, 2, "ev-5");
     bad["outcomes"][1]["dead_heat_factor"] = "0.5";
@@ -399,13 +402,16 @@ TEST_CASE("POST /v1/feed takes result events with HTTP statuses") {
     CHECK(r.status == 400);
     CHECK(
         json::parse(r.body) ==
-        json{{"error", "invalid_request"},
-             {"message",
+        json{{"type", "about:blank"},
+             {"title", "Bad Request"},
+             {"status", 400},
+             {"code", "invalid_request"},
+             {"detail",
               "outcomes[1].dead_heat_factor: must be 1 (or absent) when the result is \"lose\""}});
     r = http_call(e.port(), "POST", "/v1/feed", R"({"type":"result",)",
                   bearer(token::kind::producer));
     CHECK(r.status == 400);
-    CHECK(json::parse(r.body)["error"] == "invalid_json");
+    CHECK(json::parse(r.body)["code"] == "invalid_json");
     // Only a producer token is accepted.
     CHECK(http_call(e.port(), "POST", "/v1/feed", result_message(100, 2, "ev-6").dump(),
                     bearer(token::kind::admin))
@@ -465,11 +471,13 @@ TEST_CASE("a result waiting on a locked market row answers busy and writes nothi
 
     auto r = post_feed(e.port(), result_message());
     CHECK(r.status == 503);
-    CHECK(json::parse(r.body)["error"] == "busy");
+    CHECK(json::parse(r.body)["code"] == "busy");
+    CHECK(r.header("Retry-After") == "1");
     {
         auto c = open_feed(e.port());
         json reply = round_trip(c, result_message());
         CHECK(reply["code"] == "busy");
+        CHECK(reply["retry_after_ms"] == 100);
     }
     PQclear(PQexec(holder.get(), "ROLLBACK"));
     CHECK(e.text("SELECT count(*) FROM result_events") == "0");

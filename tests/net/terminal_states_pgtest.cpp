@@ -262,10 +262,10 @@ TEST_CASE("void-overdue voids only open bets, refunds their stakes, once") {
     std::string before = e.books();
     auto r = e.void_overdue(1);
     CHECK(r.status == 409);
-    CHECK(json::parse(r.body)["error"] == "not_overdue");
+    CHECK(json::parse(r.body)["code"] == "not_overdue");
     r = e.void_overdue(999);
     CHECK(r.status == 404);
-    CHECK(json::parse(r.body)["error"] == "unknown_market");
+    CHECK(json::parse(r.body)["code"] == "unknown_market");
     r = e.void_overdue(1, {{"force", "yes"}});
     CHECK(r.status == 400);
     CHECK(e.books() == before);
@@ -306,12 +306,12 @@ TEST_CASE("void-overdue voids only open bets, refunds their stakes, once") {
     CHECK(body["seq"] == 2);
     r = e.void_overdue(1, {{"key", "second-try"}});
     CHECK(r.status == 409);
-    CHECK(json::parse(r.body)["error"] == "nothing_to_void");
+    CHECK(json::parse(r.body)["code"] == "nothing_to_void");
     CHECK(e.books() == before);
 
     // A producer's event sent with the seq the void took is a conflict; the next seq is free.
     const auto clash = e.event(1, 2, "late-result", "result", win_101);
-    CHECK(clash["error"] == "conflict");
+    CHECK(clash["code"] == "conflict");
     // A result after the void: the voided bets are skipped as cancelled, the settled ones are
     // corrected as usual.
     REQUIRE(e.event(1, 3, "r3", "result", win_101)["type"] == "ack");
@@ -332,7 +332,7 @@ TEST_CASE("void-overdue after a cancel, and a void that finds its bets gone when
     // Every bet is cancelled: refused at once, nothing stored.
     auto r = e.void_overdue(1);
     CHECK(r.status == 409);
-    CHECK(json::parse(r.body)["error"] == "nothing_to_void");
+    CHECK(json::parse(r.body)["code"] == "nothing_to_void");
     CHECK(e.books() == before);
     // The CLI's SQL function, the same answer.
     CHECK(e.text("SELECT outcome FROM fulltime_void_overdue(1, 'k', 'cli', false, 600, 86400)") ==

@@ -115,7 +115,8 @@ TEST_CASE("a well-formed message of a known type is returned whole") {
 TEST_CASE("replies render as compact JSON even with invalid UTF-8 inside") {
     using fulltime::net::detail::busy_reply;
     using fulltime::net::detail::to_wire;
-    CHECK(to_wire(busy_reply("c9", "too many requests in flight")) ==
-          R"({"code":"busy","id":"c9","message":"too many requests in flight","type":"rejected"})");
+    CHECK(
+        to_wire(busy_reply("c9", "too many requests in flight")) ==
+        R"({"code":"busy","id":"c9","message":"too many requests in flight","retry_after_ms":100,"type":"rejected"})");
     CHECK_NOTHROW(to_wire(json{{"id", std::string("\xff")}}));
 }

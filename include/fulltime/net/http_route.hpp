@@ -6,6 +6,7 @@
 #include "fulltime/core/token.hpp"
 
 #include <boost/asio/awaitable.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include <functional>
 #include <optional>
@@ -22,6 +23,9 @@ struct http_request {
     std::string query;   ///< after '?', undecoded; empty when absent
     std::string content_type;
     std::string body;
+    /// The Idempotency-Key header, when sent: routes whose body takes a key accept it there
+    /// too (with_idempotency_header).
+    std::optional<std::string> idempotency_key;
     std::optional<token::claims> claims;  ///< set when the route requires a token
 };
 
@@ -30,6 +34,9 @@ struct http_response {
     unsigned status = 200;
     std::string content_type = "application/json";
     std::string body;
+    /// Seconds for a Retry-After header; 0 sends none, except that every 503 gets one (at least
+    /// 1 s), whoever built it.
+    unsigned retry_after_s = 0;
 };
 
 /// Names the token a route requires; the gateway checks it before calling the handler.
@@ -61,7 +68,18 @@ inline std::string_view operator_of(const http_request& request) noexcept {
     return request.claims ? std::string_view(request.claims->operator_name) : std::string_view();
 }
 
-/// Returns a JSON body `{"error":code,"message":message}` as the gateway's error responses use.
-http_response json_error(unsigned status, std::string_view code, std::string_view message);
+/// Returns the gateway's one error response: an RFC 9457 problem (`application/problem+json`),
+/// `{"type":"about:blank","title":<the status's reason phrase>,"status":status,"code":code,
+/// "detail":detail}`, with Retry-After when the code is worth retrying (errors::retry_after_ms).
+/// `code` is from the same list as the WebSocket errors' `code` (docs/protocol.md, "Errors").
+http_response problem(unsigned status, std::string_view code, std::string_view detail);
+
+/// Carries the request's Idempotency-Key header into the JSON object `body` as its `field`
+/// ("key"), so that the route parses one key whichever way it came. Returns a 400
+/// invalid_request problem when the body names a different key; a body that is not an object is
+/// left for the route's parser to refuse.
+std::optional<http_response> take_idempotency_header(const http_request& request,
+                                                     nlohmann::json& body,
+                                                     std::string_view field = "key");
 
 }  // namespace fulltime::net
