@@ -39,6 +39,8 @@ const COMMANDS: { [command: string]: { [option: string]: readonly string[] | nul
 };
 const REQUIRED: { [command: string]: string[] } = { place: ["selection", "stake", "odds"] };
 const INTEGERS = ["selection", "page-size", "count"];
+// Own keys only: `"constructor" in {}` is true.
+const has = (object: object, key: string) => Object.prototype.hasOwnProperty.call(object, key);
 
 function parse(argv: string[]): Args | typeof HELP {
   const global = new Map<string, string>();
@@ -49,7 +51,7 @@ function parse(argv: string[]): Args | typeof HELP {
     if (word === "-h" || word === "--help") return HELP;
     if (!word.startsWith("--")) {
       if (command !== undefined) throw new UsageError(`unexpected argument: ${word}`);
-      if (!(word in COMMANDS)) throw new UsageError(`unknown command: ${word}`);
+      if (!has(COMMANDS, word)) throw new UsageError(`unknown command: ${word}`);
       command = word;
       continue;
     }
@@ -57,7 +59,7 @@ function parse(argv: string[]): Args | typeof HELP {
     const name = word.slice(2, equals < 0 ? undefined : equals);
     const value = equals < 0 ? argv[++i] : word.slice(equals + 1);
     const allowed = command === undefined ? { url: null, token: null } : COMMANDS[command];
-    if (!(name in allowed)) throw new UsageError(`unknown option: --${name}`);
+    if (!has(allowed, name)) throw new UsageError(`unknown option: --${name}`);
     if (value === undefined) throw new UsageError(`--${name} needs a value`);
     const choices = allowed[name];
     if (choices && !choices.includes(value)) {
