@@ -11,6 +11,7 @@ import socket
 import subprocess
 import sys
 
+from fixtures import OTHER_MARKET
 from harness import Engine, EngineTestCase
 from money import assert_money_invariants
 
@@ -26,11 +27,13 @@ def free_port():
         return s.getsockname()[1]
 
 
-class ExamplesTest(EngineTestCase):
+class ExampleClientsTestCase(EngineTestCase):
+    """An engine on a fixed port, so that the engine restarted by watch_through_a_restart is
+    where a watching client reconnects, and with one request in flight per connection, so that
+    concurrent placements on one connection are answered `busy`; `self.bettor` is account 42's
+    token. No tests of its own: test_examples_ts.py runs the TypeScript client on it too."""
+
     def setUp(self):
-        # A fixed port, so that the engine restarted below is where the watching client
-        # reconnects; one request in flight per connection, so that concurrent placements on
-        # one connection are answered `busy`.
         self.port = free_port()
         self.ENGINE_ENV = {"FULLTIME_LISTEN": f"127.0.0.1:{self.port}",
                            "FULLTIME_GATEWAY_INFLIGHT_PER_CONNECTION_MAX": "1"}
@@ -39,17 +42,57 @@ class ExamplesTest(EngineTestCase):
         self.addCleanup(lambda: self.engine.stop())
         self.engine.wait_ready()
         self.bettor = self.token("account", "42")
+        self.bets_url = f"ws://127.0.0.1:{self.port}/v1/bets"
 
-    def run_example(self, script, *args, token=None):
-        p = subprocess.run([sys.executable, os.path.join(EXAMPLES, script),
-                            "--url", self.url(script), "--token", token or self.bettor, *args],
+    def run_client(self, command, url, *args, token=None, env=None):
+        """Runs an example client (`command`, e.g. [python, bet.py]) with --url, --token (the
+        bettor's by default; none when token is False) and `args`; returns its exit status,
+        the JSON objects it printed and its stderr."""
+        tokens = [] if token is False else ["--token", token or self.bettor]
+        p = subprocess.run([*command, "--url", url, *tokens, *args], env=env,
                            capture_output=True, text=True, timeout=120)
         return p.returncode, [json.loads(line) for line in p.stdout.splitlines()], p.stderr
 
-    def url(self, script):
-        return (f"ws://127.0.0.1:{self.port}/v1/bets" if script == "bet.py"
-                else f"http://127.0.0.1:{self.port}")
+    def run_example(self, script, *args, token=None):
+        """Runs examples/python/SCRIPT (bet.py or feed.py) on this engine."""
+        url = self.bets_url if script == "bet.py" else f"http://127.0.0.1:{self.port}"
+        return self.run_client([sys.executable, os.path.join(EXAMPLES, script)], url, *args,
+                               token=token)
 
+    def watch_through_a_restart(self, watch, env=None):
+        """Runs `watch` (a bet client's `watch --count 2` command line), restarts the engine
+        once it says it is connected, and sends market 100's home win (feed.py) once it says it
+        is connected again: it reconnects on its own and prints the pushes of the result sent
+        after it. Returns its exit status, the (outcome, payout) it printed in bet_id order,
+        and its stderr."""
+        proc = subprocess.Popen(watch, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True)
+        self.addCleanup(proc.kill)
+        self.assertEqual(json.loads(proc.stdout.readline()), {"watching": True, "connection": 1})
+        self.assertEqual(self.engine.stop(), 0, self.engine.log())
+        self.engine = Engine(self.env)
+        self.engine.wait_ready()
+        self.assertEqual(json.loads(proc.stdout.readline()), {"watching": True, "connection": 2})
+        code, out, err = self.run_example(
+            "feed.py", "result", "--market", "100", "--seq", "1", "--key", "final-r1",
+            "--win", "1001", "--lose", "1002", token=self.producer)
+        self.assertEqual((code, out[0]["duplicate"]), (0, False), out + [err])
+        pushed, err = proc.communicate(timeout=120)
+        outcomes = sorted((m["bet_id"], m["outcome"], m["payout"])
+                          for m in map(json.loads, pushed.splitlines()))
+        return proc.returncode, [o[1:] for o in outcomes], err
+
+    def assert_placed_once_each(self, bet_ids, busy_retries):
+        """After 20 placements at once on one connection (market 200's OTHER_MARKET, keys
+        b0..b19), with one request in flight allowed: every one placed, once."""
+        self.assertEqual(len(set(bet_ids)), 20)
+        # The others were answered busy and sent again.
+        self.assertGreater(busy_retries, 0)
+        self.assertEqual(self.sql("SELECT count(*) FROM bets")[0][0], 20)
+        assert_money_invariants(self, self.db_url)
+
+
+class ExamplesTest(ExampleClientsTestCase):
     def test_the_example_clients(self):
         code, out, err = self.run_example(
             "feed.py", "market", "--market", "100", "--event", "10", "--name", "Final",
@@ -83,25 +126,11 @@ class ExamplesTest(EngineTestCase):
 
         # A watching client, then an engine restart: it reconnects on its own and prints the
         # pushes of the result sent after it.
-        watch = subprocess.Popen([sys.executable, os.path.join(EXAMPLES, "bet.py"),
-                                  "--url", self.url("bet.py"), "--token", self.bettor,
-                                  "watch", "--count", "2"],
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        self.addCleanup(watch.kill)
-        self.assertEqual(json.loads(watch.stdout.readline()), {"watching": True, "connection": 1})
-        self.assertEqual(self.engine.stop(), 0, self.engine.log())
-        self.engine = Engine(self.env)
-        self.engine.wait_ready()
-        self.assertEqual(json.loads(watch.stdout.readline()), {"watching": True, "connection": 2})
-        code, out, err = self.run_example(
-            "feed.py", "result", "--market", "100", "--seq", "1", "--key", "final-r1",
-            "--win", "1001", "--lose", "1002", token=self.producer)
-        self.assertEqual((code, out[0]["duplicate"]), (0, False), out + [err])
-        pushed, err = watch.communicate(timeout=120)
-        self.assertEqual(watch.returncode, 0, err)
-        outcomes = sorted((m["bet_id"], m["outcome"], m["payout"])
-                          for m in map(json.loads, pushed.splitlines()))
-        self.assertEqual([o[1:] for o in outcomes], [("won", "25.00"), ("lost", "0.00")])
+        code, outcomes, err = self.watch_through_a_restart([
+            sys.executable, os.path.join(EXAMPLES, "bet.py"), "--url", self.bets_url,
+            "--token", self.bettor, "watch", "--count", "2"])
+        self.assertEqual(code, 0, err)
+        self.assertEqual(outcomes, [("won", "25.00"), ("lost", "0.00")])
         # Sending the result again is a duplicate (the producer's safe retry).
         code, out, err = self.run_example(
             "feed.py", "result", "--market", "100", "--seq", "1", "--key", "final-r1",
@@ -110,25 +139,18 @@ class ExamplesTest(EngineTestCase):
         assert_money_invariants(self, self.db_url)
 
     def test_the_client_library_retries_busy_with_the_same_keys(self):
-        self.send_market(self.engine, {
-            "type": "market", "market_id": 200, "event_id": 20, "name": "Busy",
-            "status": "open", "selections": [{"selection_id": 2001, "name": "Home",
-                                              "odds": "2.00"}]})
+        self.send_market(self.engine, OTHER_MARKET)
         self.open_accounts(self.engine, [42], "100.00")
 
         async def scenario():
-            async with BetClient(f"ws://127.0.0.1:{self.port}/v1/bets", self.bettor) as client:
+            async with BetClient(self.bets_url, self.bettor) as client:
                 replies = await asyncio.gather(*(
                     client.place(2001, "1.00", "2.00", idempotency_key=f"b{i}")
                     for i in range(20)))
                 return replies, client.busy_retries
 
         replies, busy_retries = asyncio.run(scenario())
-        self.assertEqual(len({r["bet"]["bet_id"] for r in replies}), 20)
-        # One in flight per connection: the others were answered busy and sent again.
-        self.assertGreater(busy_retries, 0)
-        self.assertEqual(self.sql("SELECT count(*) FROM bets")[0][0], 20)
-        assert_money_invariants(self, self.db_url)
+        self.assert_placed_once_each([r["bet"]["bet_id"] for r in replies], busy_retries)
 
 
 if __name__ == "__main__":
