@@ -65,6 +65,7 @@ export interface Rejected {
   code: string;
   message: string;
   replayed?: boolean; // present exactly for the codes stored on the key
+  retry_after_ms?: bigint; // on `busy`: the least wait before the retry
 }
 
 export interface ErrorReply {
@@ -238,7 +239,9 @@ export class BetClient {
       if (reply.type === "error") throw new Refused(reply);
       if (reply.type === "rejected" && reply.code === "busy") {
         this.busyRetries++;
-        await delay(BUSY_DELAYS_MS[Math.min(attempt, BUSY_DELAYS_MS.length - 1)]);
+        // The engine's hint (retry_after_ms) is the least wait; back off beyond it.
+        const hint = Number(reply.retry_after_ms ?? 0n);
+        await delay(Math.max(hint, BUSY_DELAYS_MS[Math.min(attempt, BUSY_DELAYS_MS.length - 1)]));
         continue;
       }
       return reply;
