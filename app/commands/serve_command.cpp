@@ -180,7 +180,7 @@ int serve_command(const config& cfg) {
     services.cfg = &cfg;
     services.pools = &pools;
     services.metrics = &registry;
-    services.token_secret = secret;
+    services.token_keys.current = secret;
     services.migrations = resources::migrations();
     // Reads: the primary's read pool, and the standby's when database.read_url is set.
     db::read_router reads(*pools.read, pools.standby.get(),
