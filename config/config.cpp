@@ -263,6 +263,19 @@ void read_general(const reader& r, config& c) {
         fail("'token_secret' must be at least 16 characters (or empty to generate one)");
     }
     c.token_secret_file = r.string("token_secret_file", true);
+    c.token_secret_previous = r.string("token_secret_previous", true);
+    if (!c.token_secret_previous.empty() && c.token_secret_previous.size() < 16) {
+        fail("'token_secret_previous' must be at least 16 characters (or empty for none)");
+    }
+    // A rollover that verifies with the same secret twice has not rotated anything: most likely
+    // the new secret was never written. (Secrets from files are compared when they are read,
+    // app/commands/secret.cpp.)
+    if (!c.token_secret_previous.empty() && c.token_secret_previous == c.token_secret) {
+        fail(
+            "'token_secret_previous' is the same as 'token_secret': set token_secret to the new "
+            "secret");
+    }
+    c.token_secret_previous_file = r.string("token_secret_previous_file", true);
     c.log_level = r.string("log_level", false);
     if (c.log_level != "debug" && c.log_level != "info" && c.log_level != "warn" &&
         c.log_level != "error") {

@@ -311,8 +311,8 @@ std::string sign(const claims& c, std::string_view secret) {
     return text;
 }
 
-boost::system::result<claims, verify_error> verify(std::string_view text, std::string_view secret,
-                                                   std::int64_t now_s) {
+boost::system::result<verified, verify_error> verify(std::string_view text, const keyring& keys,
+                                                     std::int64_t now_s) {
     // Shape first, on bounded input, before any decoding or hashing.
     if (text.size() > limits::token_bytes_max || !text.starts_with(prefix)) {
         return verify_error::malformed;
@@ -332,17 +332,28 @@ boost::system::result<claims, verify_error> verify(std::string_view text, std::s
         return verify_error::malformed;
     }
 
-    // An empty secret would let anyone compute the tag; refuse every token rather than accept
-    // one (the configuration is meant to make this impossible).
-    if (secret.empty()) {
-        return verify_error::bad_signature;
-    }
-    const mac expected = compute_mac(secret, signed_part);
-    if (CRYPTO_memcmp(expected.data(), sig->data(), mac_bytes) != 0) {
-        return verify_error::bad_signature;
+    // The current secret first: outside a rollover it is the only one, and during one the
+    // tokens signed with it are the ones that grow in number, so the second HMAC runs only for
+    // the tokens that still need it.
+    const auto signed_by = [&](std::string_view secret) {
+        // An empty secret would let anyone compute the tag; it matches no token (the
+        // configuration is meant to make an empty current secret impossible, and an empty
+        // previous one means there is none).
+        if (secret.empty()) {
+            return false;
+        }
+        const mac expected = compute_mac(secret, signed_part);
+        return CRYPTO_memcmp(expected.data(), sig->data(), mac_bytes) == 0;
+    };
+    key matched = key::current;
+    if (!signed_by(keys.current)) {
+        if (!signed_by(keys.previous)) {
+            return verify_error::bad_signature;
+        }
+        matched = key::previous;
     }
 
-    // Only now, with the payload known to come from a holder of the secret, decode and parse it.
+    // Only now, with the payload known to come from a holder of a secret, decode and parse it.
     const auto payload = detail::base64url_decode(payload_b64);
     if (!payload) {
         return verify_error::malformed;
@@ -354,7 +365,7 @@ boost::system::result<claims, verify_error> verify(std::string_view text, std::s
     if (now_s >= c->expires_at_s) {
         return verify_error::expired;
     }
-    return std::move(*c);
+    return verified{std::move(*c), matched};
 }
 
 void throw_exception_from_error(verify_error e, const boost::source_location&) {

@@ -1,5 +1,7 @@
 #include "net/authorize.hpp"
 
+#include "net/gateway_metrics.hpp"
+
 #include <chrono>
 
 namespace fulltime::net::detail {
@@ -21,20 +23,22 @@ std::string_view kind_name(token::kind k) noexcept {
 }  // namespace
 
 boost::system::result<token::claims, std::string> authorize(const std::optional<std::string>& text,
-                                                            std::string_view secret,
+                                                            const token::keyring& keys,
                                                             std::int64_t now_s,
-                                                            token::kind required) {
+                                                            token::kind required,
+                                                            gateway_metrics& metrics) {
     if (!text) {
         return std::string("missing token: use Authorization: Bearer <token> or ?token=");
     }
-    auto verified = token::verify(*text, secret, now_s);
+    auto verified = token::verify(*text, keys, now_s);
     if (!verified) {
         return "invalid token: " + std::string(token::describe(verified.error()));
     }
-    if (verified->kind != required) {
+    metrics.count_token(verified->key);
+    if (verified->claims.kind != required) {
         return "this endpoint needs " + std::string(kind_name(required)) + " token";
     }
-    return *std::move(verified);
+    return std::move(verified->claims);
 }
 
 std::int64_t unix_now_s() noexcept {

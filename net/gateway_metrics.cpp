@@ -12,6 +12,10 @@ namespace {
 
 std::string endpoint_label(ws_endpoint e) { return metrics::label("endpoint", path_of(e)); }
 
+constexpr std::string_view tokens_verified = "fulltime_tokens_verified_total";
+constexpr std::string_view tokens_verified_help =
+    "Tokens that verified (signature, payload and expiry), by the secret that verified them.";
+
 // The acquire waits as a Prometheus histogram, folded from each pool's fine buckets: a fine
 // bucket counts under `le` when its upper bound is at most `le`, so a bucket count never
 // includes a wait longer than its bound. The last fine bucket (past about 2.5 s) holds every
@@ -51,7 +55,7 @@ void render_acquire_waits(const std::vector<db::pool_stats>& stats, std::string&
 
 }  // namespace
 
-gateway_metrics::gateway_metrics(metrics::registry& r)
+gateway_metrics::gateway_metrics(metrics::registry& r, bool previous_token_key)
     : open_connections(
           r.make_gauge("fulltime_gateway_open_connections",
                        "Client connections open on the gateway (HTTP and WebSocket).")),
@@ -78,7 +82,14 @@ gateway_metrics::gateway_metrics(metrics::registry& r)
                                     endpoint_label(ws_endpoint::bets))),
       messages_feed_(r.make_counter("fulltime_ws_messages_total",
                                     "WebSocket messages received by endpoint.",
-                                    endpoint_label(ws_endpoint::feed))) {}
+                                    endpoint_label(ws_endpoint::feed))),
+      tokens_current_(r.make_counter(std::string(tokens_verified),
+                                     std::string(tokens_verified_help),
+                                     metrics::label("key", "current"))),
+      tokens_previous_(previous_token_key ? &r.make_counter(std::string(tokens_verified),
+                                                            std::string(tokens_verified_help),
+                                                            metrics::label("key", "previous"))
+                                          : nullptr) {}
 
 void gateway_metrics::count_request(std::string_view route, unsigned code) {
     std::lock_guard lock(mutex_);
@@ -133,6 +144,15 @@ metrics::gauge& gateway_metrics::websocket_sessions(ws_endpoint e) noexcept {
 
 metrics::counter& gateway_metrics::ws_messages(ws_endpoint e) noexcept {
     return e == ws_endpoint::bets ? messages_bets_ : messages_feed_;
+}
+
+void gateway_metrics::count_token(token::key k) noexcept {
+    if (k == token::key::current) {
+        tokens_current_.inc();
+    } else if (tokens_previous_ != nullptr) {
+        // Always so: a previous secret verifies a token only when one is configured.
+        tokens_previous_->inc();
+    }
 }
 
 void render_pool_metrics(const db::pools& pools, std::string& out) {

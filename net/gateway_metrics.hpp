@@ -26,8 +26,9 @@ namespace fulltime::net::detail {
 /// Holds references to the gateway's counters and gauges.
 class gateway_metrics {
 public:
-    /// Registers the gateway's series in `registry`.
-    explicit gateway_metrics(metrics::registry& registry);
+    /// Registers the gateway's series in `registry`; the count of tokens verified by a
+    /// previous secret only when `previous_token_key` (one is configured).
+    gateway_metrics(metrics::registry& registry, bool previous_token_key);
 
     /// Counts one HTTP response by route name and status code.
     void count_request(std::string_view route, unsigned code);
@@ -44,6 +45,9 @@ public:
     /// Returns the message counter of an endpoint.
     metrics::counter& ws_messages(ws_endpoint e) noexcept;
 
+    /// Counts one token that verified, by the secret of the keyring that verified it.
+    void count_token(token::key k) noexcept;
+
     metrics::gauge& open_connections;
     metrics::counter& rejected_connections;  ///< refused over connections_max
     metrics::counter& frames_too_big;        ///< WebSocket messages over frame_bytes_max (1009)
@@ -56,6 +60,10 @@ private:
     metrics::gauge& sessions_feed_;
     metrics::counter& messages_bets_;
     metrics::counter& messages_feed_;
+    metrics::counter& tokens_current_;
+    /// Null without a previous secret: its series then does not exist, which is how /metrics
+    /// shows that no rollover is under way.
+    metrics::counter* tokens_previous_;
     mutable std::mutex mutex_;
     std::map<std::pair<std::string, unsigned>, std::uint64_t, std::less<>> requests_;
     /// Keyed by route, method and status class; a histogram is not movable, hence the pointer.

@@ -260,7 +260,7 @@ private:
             const auto kind =
                 route.auth == route_auth::admin ? token::kind::admin : token::kind::producer;
             auto claims = authorize(extract_token(req[http::field::authorization], query),
-                                    st.svc.token_secret, unix_now_s(), kind);
+                                    st.svc.token_keys, unix_now_s(), kind, st.metrics);
             if (!claims) {
                 co_return routed_response{
                     route.name, problem(401, "unauthorized", claims.error()), {}};
@@ -318,7 +318,7 @@ private:
         const auto required =
             *ep == ws_endpoint::bets ? token::kind::account : token::kind::producer;
         auto claims = authorize(extract_token(req[http::field::authorization], query),
-                                st.svc.token_secret, unix_now_s(), required);
+                                st.svc.token_keys, unix_now_s(), required, st.metrics);
         if (!claims) {
             const auto r = problem(401, "unauthorized", claims.error());
             st.metrics.count_request(ws_route_name(*ep), r.status);

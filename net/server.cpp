@@ -146,7 +146,7 @@ server_state::server_state(asio::io_context& io, services s)
       svc(std::move(s)),
       settings(svc.cfg->gateway),
       registry(pick_registry(svc, own_metrics)),
-      metrics(registry),
+      metrics(registry, !svc.token_keys.previous.empty()),
       acceptor(io),
       admin_acceptor(io) {
     routes = builtin_routes(*this);

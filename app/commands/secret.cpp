@@ -8,7 +8,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <stdexcept>
+#include <utility>
 #include <vector>
 
 namespace fulltime::app {
@@ -52,22 +54,34 @@ std::string read_secret_file(const std::string& path, const std::string& origin)
     return secret;
 }
 
+// The secret configured under `name` (token_secret or token_secret_previous): `value` from the
+// configuration, else the systemd credential `name`, else the file `file` (key `name`_file);
+// nullopt when none of them is set.
+std::optional<std::string> configured_secret(const std::string& name, const std::string& value,
+                                             const std::string& file) {
+    if (!value.empty()) {
+        return value;
+    }
+    // systemd's LoadCredential=token_secret:... (packaging/fulltime.service): the service reads
+    // its copy; an operator's `fulltime token` on the same machine reads token_secret_file. A
+    // missing credential is not an error: the unit names only the ones the package makes.
+    if (const char* dir = std::getenv("CREDENTIALS_DIRECTORY"); dir != nullptr && *dir != '\0') {
+        const std::string path = std::string(dir) + "/" + name;
+        if (std::filesystem::exists(path)) {
+            return read_secret_file(path, "systemd credential " + name);
+        }
+    }
+    if (!file.empty()) {
+        return read_secret_file(file, name + "_file");
+    }
+    return std::nullopt;
+}
+
 }  // namespace
 
 std::string load_or_create_token_secret(const config& cfg) {
-    if (!cfg.token_secret.empty()) {
-        return cfg.token_secret;
-    }
-    // systemd's LoadCredential=token_secret:... (packaging/fulltime.service): the service reads
-    // its copy; an operator's `fulltime token` on the same machine reads token_secret_file.
-    if (const char* dir = std::getenv("CREDENTIALS_DIRECTORY"); dir != nullptr && *dir != '\0') {
-        const std::string path = std::string(dir) + "/token_secret";
-        if (std::filesystem::exists(path)) {
-            return read_secret_file(path, "systemd credential token_secret");
-        }
-    }
-    if (!cfg.token_secret_file.empty()) {
-        return read_secret_file(cfg.token_secret_file, "token_secret_file");
+    if (auto secret = configured_secret("token_secret", cfg.token_secret, cfg.token_secret_file)) {
+        return std::move(*secret);
     }
     std::error_code ec;
     std::filesystem::create_directories(cfg.state_dir, ec);
@@ -111,6 +125,24 @@ std::string load_or_create_token_secret(const config& cfg) {
         throw std::runtime_error("cannot create " + path);
     }
     return secret;
+}
+
+std::string load_previous_token_secret(const config& cfg) {
+    // Never generated: a previous secret nobody configured could verify nothing.
+    return configured_secret("token_secret_previous", cfg.token_secret_previous,
+                             cfg.token_secret_previous_file)
+        .value_or(std::string());
+}
+
+token::keyring load_token_keyring(const config& cfg) {
+    token::keyring keys{load_or_create_token_secret(cfg), load_previous_token_secret(cfg)};
+    if (!keys.previous.empty() && keys.previous == keys.current) {
+        throw config_error(
+            "config: the previous token secret is the same as the current one: write the new "
+            "secret where token_secret is read from (docs/operations.md, \"Rotating the token "
+            "secret\")");
+    }
+    return keys;
 }
 
 }  // namespace fulltime::app

@@ -112,7 +112,14 @@ int serve_command(const config& cfg) {
     std::signal(SIGHUP, SIG_IGN);
     systemd::take_notify_socket();
     systemd::require_absolute_state_dir(cfg);
-    const std::string secret = load_or_create_token_secret(cfg);
+    token::keyring token_keys = load_token_keyring(cfg);
+    if (!token_keys.previous.empty()) {
+        // Said at every start while the rollover lasts, so that a previous secret left
+        // configured long after it is needed shows in the log (and in /metrics).
+        log::info(
+            "token secret rollover: tokens signed with the previous secret are still accepted "
+            "(fulltime_tokens_verified_total{key=\"previous\"} counts them)");
+    }
     database_target target = open_database_target(cfg);
 
     // gateway.io_threads event loops. Connections are spread over them, and each has its own
@@ -180,7 +187,7 @@ int serve_command(const config& cfg) {
     services.cfg = &cfg;
     services.pools = &pools;
     services.metrics = &registry;
-    services.token_secret = secret;
+    services.token_keys = std::move(token_keys);
     services.migrations = resources::migrations();
     // Reads: the primary's read pool, and the standby's when database.read_url is set.
     db::read_router reads(*pools.read, pools.standby.get(),

@@ -45,10 +45,13 @@ token::claims admin_claims() {
     return c;
 }
 
+/// Returns a keyring of `current` alone, as outside a rollover.
+token::keyring only(std::string_view current) { return {std::string(current), {}}; }
+
 /// Returns the error of a refused token, or fails the test when it was accepted.
 verify_error error_of(std::string_view text, std::string_view key = secret,
                       std::int64_t at_s = now_s) {
-    const auto r = token::verify(text, key, at_s);
+    const auto r = token::verify(text, only(key), at_s);
     REQUIRE_FALSE(r.has_value());
     return r.error();
 }
@@ -71,32 +74,32 @@ std::string flip(std::string text, std::size_t pos) {
 TEST_CASE("token: an account token round-trips") {
     const std::string t = token::sign(account_claims(42), secret);
     CHECK(t.starts_with("ft1."));
-    const auto r = token::verify(t, secret, now_s);
+    const auto r = token::verify(t, only(secret), now_s);
     REQUIRE(r.has_value());
-    CHECK(r->kind == token::kind::account);
-    CHECK(r->account_id == 42);
-    CHECK(r->producer.empty());
-    CHECK(r->expires_at_s == later_s);
+    CHECK(r->claims.kind == token::kind::account);
+    CHECK(r->claims.account_id == 42);
+    CHECK(r->claims.producer.empty());
+    CHECK(r->claims.expires_at_s == later_s);
 }
 
 TEST_CASE("token: a producer token round-trips") {
     const std::string t = token::sign(producer_claims("feed-1"), secret);
-    const auto r = token::verify(t, secret, now_s);
+    const auto r = token::verify(t, only(secret), now_s);
     REQUIRE(r.has_value());
-    CHECK(r->kind == token::kind::producer);
-    CHECK(r->producer == "feed-1");
-    CHECK(r->account_id == 0);
-    CHECK(r->expires_at_s == later_s);
+    CHECK(r->claims.kind == token::kind::producer);
+    CHECK(r->claims.producer == "feed-1");
+    CHECK(r->claims.account_id == 0);
+    CHECK(r->claims.expires_at_s == later_s);
 }
 
 TEST_CASE("token: an admin token round-trips") {
     const std::string t = token::sign(admin_claims(), secret);
-    const auto r = token::verify(t, secret, now_s);
+    const auto r = token::verify(t, only(secret), now_s);
     REQUIRE(r.has_value());
-    CHECK(r->kind == token::kind::admin);
-    CHECK(r->account_id == 0);
-    CHECK(r->producer.empty());
-    CHECK(r->operator_name == "alice");
+    CHECK(r->claims.kind == token::kind::admin);
+    CHECK(r->claims.account_id == 0);
+    CHECK(r->claims.producer.empty());
+    CHECK(r->claims.operator_name == "alice");
 }
 
 TEST_CASE("token: an admin token names its operator, one that does not is refused") {
@@ -111,8 +114,8 @@ TEST_CASE("token: an admin token names its operator, one that does not is refuse
           verify_error::malformed);
     CHECK(token::verify(
               token::detail::sign_payload(R"({"k":"admin","o":"bob","e":1700003600})", secret),
-              secret, now_s)
-              ->operator_name == "bob");
+              only(secret), now_s)
+              ->claims.operator_name == "bob");
 }
 
 TEST_CASE("token: extreme valid claims round-trip and stay within the length bound") {
@@ -120,14 +123,14 @@ TEST_CASE("token: extreme valid claims round-trip and stay within the length bou
     a.expires_at_s = INT64_MAX;
     const std::string ta = token::sign(a, secret);
     CHECK(ta.size() <= limits::token_bytes_max);
-    CHECK(token::verify(ta, secret, INT64_MAX - 1)->account_id == INT64_MAX);
+    CHECK(token::verify(ta, only(secret), INT64_MAX - 1)->claims.account_id == INT64_MAX);
 
     const std::string longest(limits::producer_name_bytes_max, '~');
     auto p = producer_claims(longest);
     p.expires_at_s = INT64_MAX;
     const std::string tp = token::sign(p, secret);
     CHECK(tp.size() <= limits::token_bytes_max);
-    CHECK(token::verify(tp, secret, now_s)->producer == longest);
+    CHECK(token::verify(tp, only(secret), now_s)->claims.producer == longest);
 }
 
 TEST_CASE("token: the payload is the documented compact JSON") {
@@ -194,6 +197,94 @@ TEST_CASE("token: a signature over another token's payload is refused") {
     CHECK(error_of(spliced) == verify_error::bad_signature);
 }
 
+// --- Rollover: a previous secret ---------------------------------------------------------------
+
+namespace {
+
+constexpr std::string_view old_secret = "old-secret-0123456789";
+constexpr std::string_view new_secret = "new-secret-0123456789";
+
+/// Returns the keyring of a rollover from old_secret to new_secret.
+token::keyring rollover() { return {std::string(new_secret), std::string(old_secret)}; }
+
+}  // namespace
+
+TEST_CASE("token: during a rollover a token of the previous secret verifies, and says so") {
+    const std::string t = token::sign(account_claims(42), old_secret);
+    const auto r = token::verify(t, rollover(), now_s);
+    REQUIRE(r.has_value());
+    CHECK(r->key == token::key::previous);
+    CHECK(r->claims.kind == token::kind::account);
+    CHECK(r->claims.account_id == 42);
+    CHECK(r->claims.expires_at_s == later_s);
+}
+
+TEST_CASE("token: during a rollover a token of the current secret verifies as current") {
+    for (const auto& c : {account_claims(7), producer_claims(), admin_claims()}) {
+        const auto r = token::verify(token::sign(c, new_secret), rollover(), now_s);
+        REQUIRE(r.has_value());
+        CHECK(r->key == token::key::current);
+        CHECK(r->claims.kind == c.kind);
+    }
+    // Outside a rollover too.
+    const auto r = token::verify(token::sign(admin_claims(), new_secret), only(new_secret), now_s);
+    REQUIRE(r.has_value());
+    CHECK(r->key == token::key::current);
+}
+
+TEST_CASE("token: once the previous secret is removed its tokens are refused") {
+    const std::string t = token::sign(account_claims(), old_secret);
+    CHECK(error_of(t, new_secret) == verify_error::bad_signature);
+}
+
+TEST_CASE("token: a token of neither secret is a bad signature") {
+    const std::string third = token::sign(account_claims(), "third-secret-0123456789");
+    auto r = token::verify(third, rollover(), now_s);
+    REQUIRE_FALSE(r.has_value());
+    CHECK(r.error() == verify_error::bad_signature);
+    // Nor does a tampered token of either secret pass under the other.
+    for (std::string_view key : {old_secret, new_secret}) {
+        CAPTURE(key);
+        const std::string t = token::sign(account_claims(), key);
+        r = token::verify(flip(t, 6), rollover(), now_s);
+        REQUIRE_FALSE(r.has_value());
+        CHECK(r.error() == verify_error::bad_signature);
+    }
+    // A wrong-length tag is malformed before any secret is tried.
+    r = token::verify(third + "AAAA", rollover(), now_s);
+    REQUIRE_FALSE(r.has_value());
+    CHECK(r.error() == verify_error::malformed);
+}
+
+TEST_CASE("token: a token of the previous secret is still checked for expiry and payload") {
+    const std::string t = token::sign(account_claims(), old_secret);
+    CHECK(token::verify(t, rollover(), later_s - 1).has_value());
+    auto r = token::verify(t, rollover(), later_s);
+    REQUIRE_FALSE(r.has_value());
+    CHECK(r.error() == verify_error::expired);
+    r = token::verify(
+        token::detail::sign_payload(R"({"k":"account","a":0,"e":1700003600})", old_secret),
+        rollover(), now_s);
+    REQUIRE_FALSE(r.has_value());
+    CHECK(r.error() == verify_error::malformed);
+}
+
+TEST_CASE("token: an empty secret in a keyring matches nothing") {
+    const std::string t = token::sign(account_claims(), old_secret);
+    // An empty previous secret is no previous secret.
+    CHECK(error_of(t, new_secret) == verify_error::bad_signature);
+    auto r = token::verify(t, {std::string(new_secret), std::string()}, now_s);
+    REQUIRE_FALSE(r.has_value());
+    CHECK(r.error() == verify_error::bad_signature);
+    // An empty current one does not stop the previous from verifying, nor verifies anything.
+    r = token::verify(t, {std::string(), std::string(old_secret)}, now_s);
+    REQUIRE(r.has_value());
+    CHECK(r->key == token::key::previous);
+    r = token::verify(t, {std::string(), std::string()}, now_s);
+    REQUIRE_FALSE(r.has_value());
+    CHECK(r.error() == verify_error::bad_signature);
+}
+
 // --- Shape -------------------------------------------------------------------------------------
 
 TEST_CASE("token: truncated tokens are refused") {
@@ -250,7 +341,8 @@ TEST_CASE("token: bad base64url in a correctly signed payload is malformed") {
     // The same construction with a good payload is accepted, so the refusals are about base64.
     const std::string good =
         "ft1." + token::detail::base64url_encode(R"({"k":"admin","o":"ops","e":1700003600})");
-    CHECK(token::verify(good + "." + token::detail::tag(good, secret), secret, now_s).has_value());
+    CHECK(token::verify(good + "." + token::detail::tag(good, secret), only(secret), now_s)
+              .has_value());
 }
 
 TEST_CASE("token: an unsigned forgery with bad base64url stops at the signature") {
@@ -275,11 +367,11 @@ TEST_CASE("token: an over-long token is refused before decoding") {
 
 TEST_CASE("token: a token is valid strictly before its expiry") {
     const std::string t = token::sign(account_claims(), secret);
-    CHECK(token::verify(t, secret, later_s - 1).has_value());
+    CHECK(token::verify(t, only(secret), later_s - 1).has_value());
     CHECK(error_of(t, secret, later_s) == verify_error::expired);
     CHECK(error_of(t, secret, later_s + 1) == verify_error::expired);
     CHECK(error_of(t, secret, INT64_MAX) == verify_error::expired);
-    CHECK(token::verify(t, secret, INT64_MIN).has_value());
+    CHECK(token::verify(t, only(secret), INT64_MIN).has_value());
 }
 
 TEST_CASE("token: the signature is judged before the expiry") {
@@ -370,12 +462,12 @@ TEST_CASE("token: a correctly signed payload with invalid values or extra fields
     CHECK(
         token::verify(token::detail::sign_payload(
                           R"({"k":"producer","p":")" + exact_long + R"(","e":1700003600})", secret),
-                      secret, now_s)
+                      only(secret), now_s)
             .has_value());
     CHECK(token::verify(
               token::detail::sign_payload(R"({"e":1700003600,"a":7,"k":"account"})", secret),
-              secret, now_s)
-              ->account_id == 7);
+              only(secret), now_s)
+              ->claims.account_id == 7);
 }
 
 // --- Claims validity ---------------------------------------------------------------------------
@@ -471,6 +563,6 @@ TEST_CASE("token: describe gives a distinct sentence for every error") {
         CHECK_FALSE(text.empty());
         CHECK(seen.insert(text).second);
     }
-    const auto r = token::verify("x", secret, now_s);
+    const auto r = token::verify("x", only(secret), now_s);
     CHECK_THROWS_AS(r.value(), std::invalid_argument);
 }

@@ -2,6 +2,9 @@
 cluster, health/readiness/metrics, WebSocket authentication and graceful shutdown."""
 
 import asyncio
+import base64
+import hashlib
+import hmac
 import json
 import os
 import shutil
@@ -15,7 +18,8 @@ import psycopg
 import websockets.client
 from websockets.exceptions import InvalidStatusCode
 
-from harness import PG_BIN, Engine, EngineTestCase, admin_sql, as_pg_owner, engine_env, run_cli
+from harness import (PG_BIN, Engine, EngineTestCase, admin_sql, as_pg_owner, cli_token, engine_env,
+                     run_cli)
 
 
 def server_settings(engine, env):
@@ -96,6 +100,37 @@ class ServeTest(WithDatabase):
         finally:
             self.assertEqual(engine.stop(), 0, engine.log())
 
+    def test_a_token_secret_rollover_accepts_the_previous_secret(self):
+        old, new = "e2e-old-secret-0123456789", "e2e-new-secret-0123456789"
+        env = dict(self.env, FULLTIME_TOKEN_SECRET=new, FULLTIME_TOKEN_SECRET_PREVIOUS=old)
+        of_old = cli_token(dict(self.env, FULLTIME_TOKEN_SECRET=old), "admin", "e2e-operator")
+        of_third = cli_token(dict(self.env, FULLTIME_TOKEN_SECRET="e2e-third-secret-0123456"),
+                             "admin", "e2e-operator")
+        of_new = cli_token(env, "admin", "e2e-operator")
+        # `fulltime token` signs with the current secret only, the previous one configured or not.
+        signed, tag = of_new.rsplit(".", 1)
+        expected = hmac.new(new.encode(), signed.encode(), hashlib.sha256).digest()
+        self.assertEqual(tag, base64.urlsafe_b64encode(expected).rstrip(b"=").decode())
+        engine = Engine(env)
+        try:
+            engine.wait_ready()
+            self.assertIn("token secret rollover", engine.log())
+
+            def status(token):
+                return engine.get("/v1/accounts/1", {"Authorization": "Bearer " + token})
+
+            # 404: past the token check, to an account that does not exist.
+            self.assertEqual(status(of_new)[0], 404)
+            self.assertEqual(status(of_old)[0], 404)
+            code, body = status(of_third)
+            self.assertEqual(code, 401, body)
+            self.assertIn("signature", body)
+            _, metrics = engine.get("/metrics")
+            self.assertIn('fulltime_tokens_verified_total{key="current"} 1\n', metrics)
+            self.assertIn('fulltime_tokens_verified_total{key="previous"} 1\n', metrics)
+        finally:
+            self.assertEqual(engine.stop(), 0, engine.log())
+
     def test_server_settings_are_checked_at_start(self):
         # This database's sessions get no lock-wait logging: the engine says so at start, in its
         # log and in /v1/diagnostics, and still starts; its own sessions name their pool.
@@ -156,6 +191,10 @@ class ErrorsTest(unittest.TestCase):
         self.assert_one_line_failure(["serve"], engine_env({"FULLTIME_LISTEN": "nowhere"}),
                                      2, "'listen' must be host:port")
         self.assert_one_line_failure(["frobnicate"], engine_env(), 2, "unknown command")
+        # A rollover whose new secret was never written.
+        self.assert_one_line_failure(
+            ["serve"], engine_env({"FULLTIME_TOKEN_SECRET_PREVIOUS": "e2e-secret-0123456789abcdef"}),
+            2, "'token_secret_previous' is the same as 'token_secret'")
 
     def test_unreachable_database(self):
         env = engine_env({"FULLTIME_DATABASE_URL": "host=/nonexistent-dir port=5 user=x dbname=y",

@@ -114,6 +114,7 @@ struct gateway_options {
     std::chrono::milliseconds slow_delay = 400ms;
     std::function<void(fulltime::config&)> configure;
     net::http_routes routes;
+    std::string previous_token_secret;  ///< empty: no rollover
 };
 
 gateway_options without_pools(std::chrono::milliseconds slow_delay = 400ms) {
@@ -143,9 +144,10 @@ fulltime::test::engine_parts gateway_parts(const gateway_options& options,
     parts.pools = options.pools;
     parts.pools_url = options.pools_url;
     parts.migrate = false;
-    parts.add_services = [p, delay = options.slow_delay,
-                          routes = options.routes](net::services& s) {
+    parts.add_services = [p, delay = options.slow_delay, routes = options.routes,
+                          previous = options.previous_token_secret](net::services& s) {
         s.migrations = probe_migrations;
+        s.token_keys.previous = previous;
         s.bets["slow"] = [p, delay](const net::request_context&, json m) {
             return slow_reply(p, std::move(m), delay);
         };
@@ -328,6 +330,51 @@ TEST_CASE("upgrades to /v1/bets need an unexpired account token") {
         ws_client c(g.port());
         CHECK(c.upgrade("/v1/elsewhere", bearer(account_token())).status == 404);
     }
+}
+
+TEST_CASE("during a rollover tokens of the previous secret are accepted and counted") {
+    auto options = without_pools();
+    options.previous_token_secret = "the-previous-secret";
+    gateway g(options);
+    CHECK(contains(g.metrics(), "fulltime_tokens_verified_total{key=\"current\"} 0\n"));
+    CHECK(contains(g.metrics(), "fulltime_tokens_verified_total{key=\"previous\"} 0\n"));
+    {
+        ws_client c(g.port());
+        CHECK(
+            c.upgrade("/v1/bets", bearer(account_token(42, 3600, "the-previous-secret"))).status ==
+            101);
+    }
+    {
+        ws_client c(g.port());
+        CHECK(c.upgrade("/v1/bets", bearer(account_token())).status == 101);
+    }
+    {
+        ws_client c(g.port());
+        const auto r = c.upgrade("/v1/bets", bearer(account_token(42, 3600, "a-third-secret-0")));
+        CHECK(r.status == 401);
+        CHECK(contains(r.body, "signature"));
+    }
+    // A token of the right secret but the wrong kind still counts: it was in use.
+    {
+        ws_client c(g.port());
+        CHECK(
+            c.upgrade("/v1/feed", bearer(account_token(42, 3600, "the-previous-secret"))).status ==
+            401);
+    }
+    const std::string m = g.metrics();
+    CHECK(contains(m, "fulltime_tokens_verified_total{key=\"current\"} 1\n"));
+    CHECK(contains(m, "fulltime_tokens_verified_total{key=\"previous\"} 2\n"));
+}
+
+TEST_CASE("without a previous secret /metrics has no previous series") {
+    gateway g(without_pools());
+    {
+        ws_client c(g.port());
+        CHECK(c.upgrade("/v1/bets", bearer(account_token())).status == 101);
+    }
+    const std::string m = g.metrics();
+    CHECK(contains(m, "fulltime_tokens_verified_total{key=\"current\"} 1\n"));
+    CHECK_FALSE(contains(m, "key=\"previous\""));
 }
 
 TEST_CASE("malformed messages get error replies and the connection keeps working") {

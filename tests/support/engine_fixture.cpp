@@ -84,7 +84,7 @@ struct engine::impl {
         s.cfg = &cfg;
         s.pools = parts.pools ? &pools : nullptr;
         s.metrics = &registry;
-        s.token_secret = token_secret;
+        s.token_keys.current = token_secret;
         s.migrations = resources::migrations();
         if (placement) {
             net::add_bets_handlers(s.bets, {placement.get(), placement_metrics.get(), reads.get(),

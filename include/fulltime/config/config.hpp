@@ -206,8 +206,12 @@ struct config {
     std::string state_dir;
     std::string token_secret;       ///< empty: from a file (app/commands/secret.hpp)
     std::string token_secret_file;  ///< empty: <state_dir>/token_secret, made on first use
-    std::string log_level;          ///< "debug", "info", "warn" or "error"
-    std::string log_format;         ///< "text" or "json" (one object per line)
+    /// The secret token_secret replaced, which still verifies tokens (never signs them) while a
+    /// rollover lasts; empty: from token_secret_previous_file, or none.
+    std::string token_secret_previous;
+    std::string token_secret_previous_file;  ///< empty: no previous secret from a file
+    std::string log_level;                   ///< "debug", "info", "warn" or "error"
+    std::string log_format;                  ///< "text" or "json" (one object per line)
     database_settings database;
     embedded_settings embedded;
     gateway_settings gateway;

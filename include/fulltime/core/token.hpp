@@ -7,6 +7,9 @@
 /// Unix seconds. The signature is HMAC-SHA256(secret, "ft1." + payload) over the base64url text of
 /// the payload (the token up to its second dot), so it is compared, in constant time, before
 /// the payload is decoded or parsed.
+///
+/// Tokens are signed with one secret and verified against a keyring: that secret and, while a
+/// rollover lasts, the one it replaced (docs/operations.md, "Rotating the token secret").
 
 #include <boost/system/result.hpp>
 
@@ -26,6 +29,23 @@ struct claims {
     std::string producer;         ///< for kind::producer
     std::string operator_name;    ///< for kind::admin: who acts (logged with every action)
     std::int64_t expires_at_s = 0;
+};
+
+/// Holds the secrets tokens are verified against. Only `current` signs; `previous` is the
+/// secret `current` replaced, kept for a rollover so that the tokens already handed out still
+/// verify until they are reissued or expire.
+struct keyring {
+    std::string current;   ///< signs every token; verified first
+    std::string previous;  ///< verified only when `current` does not match; empty: none
+};
+
+/// Names the secret of a keyring that verified a token.
+enum class key { current = 1, previous };
+
+/// Holds a verified token: what it asserts and the secret that verified it.
+struct verified {
+    token::claims claims;
+    token::key key = key::current;
 };
 
 /// Names why a token was refused.
@@ -51,12 +71,14 @@ bool is_valid(const claims& c) noexcept;
 std::string sign(const claims& c, std::string_view secret);
 
 /// Checks the signature (constant time) and the expiry against `now_s`, then returns the
-/// claims. Order: length and shape (malformed), signature (bad_signature; always so with an
-/// empty secret), payload (malformed: not canonical base64url, not a JSON object, a missing,
-/// extra or mistyped field, or claims that fail is_valid), expiry. A token is valid strictly
-/// before its expiry: at now_s == expires_at_s it is expired.
-boost::system::result<claims, verify_error> verify(std::string_view text, std::string_view secret,
-                                                   std::int64_t now_s);
+/// claims and the secret that verified them. Order: length and shape (malformed), signature
+/// against keys.current, then, only when that does not match, against keys.previous
+/// (bad_signature when neither matches; an empty secret matches nothing), payload (malformed:
+/// not canonical base64url, not a JSON object, a missing, extra or mistyped field, or claims
+/// that fail is_valid), expiry. A token is valid strictly before its expiry: at
+/// now_s == expires_at_s it is expired. Allocates no more with a previous secret than without.
+boost::system::result<verified, verify_error> verify(std::string_view text, const keyring& keys,
+                                                     std::int64_t now_s);
 
 /// Throws a verify error as std::invalid_argument; used by boost::system::result::value().
 [[noreturn]] void throw_exception_from_error(verify_error e, const boost::source_location& loc);

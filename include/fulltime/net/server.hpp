@@ -46,7 +46,7 @@ struct services {
     /// The executor `pools` was made with (a pool is single-executor); empty: the io_context's.
     boost::asio::any_io_executor db_executor;
     metrics::registry* metrics = nullptr;  ///< null: the server keeps a private registry
-    std::string token_secret;
+    token::keyring token_keys;             ///< what tokens are verified against (core/token.hpp)
     std::vector<resources::migration_source> migrations;  ///< what /readyz expects applied
     endpoint_handlers bets;                               ///< message handlers of /v1/bets, by type
     endpoint_handlers feed;                               ///< message handlers of /v1/feed, by type
