@@ -102,6 +102,11 @@ void placement_metrics::record(const bets::place_result& result,
                 (result.replayed ? replayed : rejected).inc();
             }
             break;
+        case status::invalid:
+            // Refused by the placement function for its currency's decimals: the same refusal
+            // as validation's before any actor, stored nowhere.
+            invalid.inc();
+            break;
         case status::busy:
             busy.inc();
             break;

@@ -256,7 +256,7 @@ std::string to_json(const reconcile_summary& s) {
     for (const auto& c : s.currencies) {
         currencies.push_back({{"currency", c.code},
                               {"accounts", c.accounts},
-                              {"imbalance", money::format_amount(c.imbalance_minor)}});
+                              {"imbalance", money::format_amount(c.imbalance_minor, c.code)}});
     }
     const nlohmann::json body{{"started_at", s.started_at},
                               {"duration_ms", s.duration_ms},

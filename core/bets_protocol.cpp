@@ -104,6 +104,11 @@ std::string describe_amount_error(const char* name, money::parse_error e) {
     return std::string("\"") + name + "\": " + std::string(money::describe(e));
 }
 
+std::string describe_amount_error(const char* name, money::parse_error e,
+                                  std::string_view currency) {
+    return std::string("\"") + name + "\": " + money::describe(e, currency);
+}
+
 }  // namespace
 
 std::string_view to_string(accept_policy p) noexcept {
@@ -168,11 +173,13 @@ checked<place_request> parse_place(const json& message, std::int64_t token_accou
         return request_error{stake_text.error().message +
                              " (money travels as a decimal string, e.g. \"10.00\")"};
     }
-    auto stake = money::parse_positive_amount(*stake_text);
+    // Thousandths: the account's currency, and so how many decimals it allows, is known only to
+    // the placement function (fulltime_place_group.sql), which converts to minor units there.
+    auto stake = money::parse_positive_thousandths(*stake_text);
     if (!stake) {
         return invalid(describe_amount_error("stake", stake.error()));
     }
-    r.stake_minor = *stake;
+    r.stake_thousandths = *stake;
 
     auto odds_text = required_string(message, "odds");
     if (!odds_text) {
@@ -273,9 +280,15 @@ checked<bets_request> parse_bets(const json& message, std::int64_t token_account
 }
 
 std::string fingerprint(const place_request& request) {
-    const std::string canonical = "place/v1|" + std::to_string(request.selection_id) + "|" +
-                                  std::to_string(request.stake_minor) + "|" +
-                                  std::to_string(request.odds_units) + "|" +
+    // Hundredths, as the releases that parsed two decimals wrote every stake, and a third
+    // decimal only when there is one: a key stored before the upgrade still matches its retry.
+    std::string stake = std::to_string(request.stake_thousandths / 10);
+    if (const auto third = request.stake_thousandths % 10; third != 0) {
+        stake += '.';
+        stake += static_cast<char>('0' + third);
+    }
+    const std::string canonical = "place/v1|" + std::to_string(request.selection_id) + "|" + stake +
+                                  "|" + std::to_string(request.odds_units) + "|" +
                                   std::string(to_string(request.accept));
     std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
     unsigned int length = 0;
@@ -316,6 +329,14 @@ std::optional<std::string> string_member(const json& j, const char* name) {
 // Composes the client's message for a stored refusal from its structured details, so that
 // amounts and odds are formatted by core/money and never by SQL.
 std::string refusal_message(const std::string& code, const json& details) {
+    // A market's limits compare as minor units of the bet's currency, so they are shown in its
+    // decimals. A refusal stored before currencies had their own decimals names none: it was
+    // made, and is shown, with two.
+    const auto currency = string_member(details, "currency");
+    const auto amount = [&](std::int64_t minor) {
+        return currency ? money::format_amount(minor, *currency)
+                        : money::format_amount(minor, limits::market_amount_digits);
+    };
     if (code == "insufficient_funds") {
         if (details.value("account_missing", false)) {
             return "the account does not exist";
@@ -346,8 +367,7 @@ std::string refusal_message(const std::string& code, const json& details) {
         auto lo = int_member(details, "stake_min");
         auto hi = int_member(details, "stake_max");
         if (lo && hi) {
-            return "the stake must be between " + money::format_amount(*lo) + " and " +
-                   money::format_amount(*hi);
+            return "the stake must be between " + amount(*lo) + " and " + amount(*hi);
         }
         return "the stake is outside the market's limits";
     }
@@ -440,6 +460,23 @@ checked<place_result> read_place_outcome(std::string_view outcome, std::string_v
     if (outcome == "replayed") {
         return read_stored(stored, true);
     }
+    if (outcome == "invalid") {
+        // The stake has more decimals than the account's currency (or, in its minor units, is
+        // over the bound): refused like a stake that does not parse, and nothing was stored.
+        const auto currency = string_member(stored, "currency");
+        const auto stake = int_member(stored, "stake");
+        if (!currency || !stake) {
+            return invalid("invalid placement lacks a field");
+        }
+        const auto minor = money::thousandths_to_minor(*stake, money::minor_digits(*currency));
+        if (minor) {
+            return invalid("the placement refused a stake its currency allows");
+        }
+        place_result r;
+        r.kind = place_result::status::invalid;
+        r.message = describe_amount_error("stake", minor.error(), *currency);
+        return r;
+    }
     return invalid("unknown placement outcome");
 }
 
@@ -467,12 +504,12 @@ json render_place_result(const json& id, const place_result& result) {
                           {"account_id", b.account_id},
                           {"market_id", b.market_id},
                           {"selection_id", b.selection_id},
-                          {"stake", money::format_amount(b.stake_minor)},
+                          {"stake", money::format_amount(b.stake_minor, b.currency)},
                           {"odds", money::format_odds(b.odds_units)},
                           {"placed_at", b.placed_at}}},
                         {"balance",
-                         {{"available", money::format_amount(b.available_minor)},
-                          {"reserved", money::format_amount(b.reserved_minor)}}}};
+                         {{"available", money::format_amount(b.available_minor, b.currency)},
+                          {"reserved", money::format_amount(b.reserved_minor, b.currency)}}}};
         }
         case place_result::status::rejected: {
             json reply{{"type", "rejected"},
@@ -484,6 +521,8 @@ json render_place_result(const json& id, const place_result& result) {
             }
             return reply;
         }
+        case place_result::status::invalid:
+            return render_invalid(id, result.message);
         case place_result::status::busy:
             return render_busy(id, result.message.empty()
                                        ? "the placement could not run now: retry with the same "
@@ -498,8 +537,8 @@ json render_place_result(const json& id, const place_result& result) {
 json render_balance(const json& id, const balance& b) {
     return json{{"type", "balance"},
                 {"id", id},
-                {"available", money::format_amount(b.available_minor)},
-                {"reserved", money::format_amount(b.reserved_minor)},
+                {"available", money::format_amount(b.available_minor, b.currency)},
+                {"reserved", money::format_amount(b.reserved_minor, b.currency)},
                 {"currency", b.currency}};
 }
 
@@ -509,7 +548,7 @@ json render_bet_line(const bet_line& line) {
            {"account_id", b.account_id},
            {"market_id", b.market_id},
            {"selection_id", b.selection_id},
-           {"stake", money::format_amount(b.stake_minor)},
+           {"stake", money::format_amount(b.stake_minor, line.currency)},
            {"odds", money::format_odds(b.odds_units)},
            {"currency", line.currency},
            {"placed_at", b.placed_at},
@@ -517,7 +556,7 @@ json render_bet_line(const bet_line& line) {
     if (line.settled) {
         j["version"] = line.version;
         j["outcome"] = line.outcome;
-        j["payout"] = money::format_amount(line.payout_minor);
+        j["payout"] = money::format_amount(line.payout_minor, line.currency);
     }
     return j;
 }

@@ -110,6 +110,12 @@ parsed<std::int64_t> decimal(const json& message, std::string_view field, Parser
     return *value;
 }
 
+// A market's limits: minor units of whichever currency a bet is in, written with two decimals
+// (limits::market_amount_digits).
+money::parsed<std::int64_t> market_amount(std::string_view text) {
+    return money::parse_positive_amount(text, limits::market_amount_digits);
+}
+
 bool has(const json& message, std::string_view field) {
     const auto it = message.find(field);
     return it != message.end() && !it->is_null();
@@ -488,14 +494,14 @@ parsed<market_message> parse_market(const json& message) {
     }
 
     if (has(message, "stake_min")) {
-        auto v = decimal(message, "stake_min", money::parse_positive_amount);
+        auto v = decimal(message, "stake_min", market_amount);
         if (!v) {
             return v.error();
         }
         m.stake_min_minor = *v;
     }
     if (has(message, "stake_max")) {
-        auto v = decimal(message, "stake_max", money::parse_positive_amount);
+        auto v = decimal(message, "stake_max", market_amount);
         if (!v) {
             return v.error();
         }
@@ -505,7 +511,7 @@ parsed<market_message> parse_market(const json& message) {
         return fail("stake_max", "must not be below stake_min");
     }
     if (has(message, "liability_limit")) {
-        auto v = decimal(message, "liability_limit", money::parse_positive_amount);
+        auto v = decimal(message, "liability_limit", market_amount);
         if (!v) {
             return v.error();
         }
@@ -736,6 +742,11 @@ parsed<account_request> parse_account_request(const json& body) {
                                               [](char c) { return c >= 'A' && c <= 'Z'; })) {
         return fail("currency", "must be three upper-case letters such as \"EUR\"");
     }
+    if (!money::supported_currency(*currency)) {
+        return fail("currency", "has " + std::to_string(money::minor_digits(*currency)) +
+                                    " decimal places in ISO 4217; the engine holds at most " +
+                                    std::to_string(limits::minor_digits_max));
+    }
     r.currency = std::move(*currency);
     return r;
 }
@@ -748,11 +759,11 @@ parsed<transfer_request> parse_transfer_request(const json& body) {
         return *unknown;
     }
     transfer_request r;
-    auto amount = decimal(body, "amount", money::parse_positive_amount);
+    auto amount = decimal(body, "amount", money::parse_positive_thousandths);
     if (!amount) {
         return amount.error();
     }
-    r.amount_minor = *amount;
+    r.amount_thousandths = *amount;
     auto key = bounded_string(body, "key", limits::idempotency_key_bytes_max);
     if (!key) {
         return key.error();

@@ -11,7 +11,10 @@ namespace fulltime::money {
 
 namespace {
 
-static_assert(limits::money_decimals == 2, "format_amount and the tests assume two decimals");
+static_assert(limits::minor_digits_max == 3,
+              "parse_positive_thousandths and the placement functions' p_stake_digits assume "
+              "thousandths");
+static_assert(limits::amount_thousandths_max / 1000 == limits::amount_minor_max);
 static_assert(limits::odds_decimals == 4,
               "odds_min, odds_max and format_odds assume four decimals");
 static_assert(odds_min < odds_max);
@@ -29,6 +32,7 @@ constexpr std::size_t digit_count(std::int64_t v) noexcept {
 // The length bound must never refuse a value in range written without leading zeros: the
 // largest amount has its digits plus the dot (and at least one digit before it).
 static_assert(digit_count(limits::amount_minor_max) + 1 <= limits::decimal_chars_max);
+static_assert(digit_count(limits::amount_thousandths_max) + 1 <= limits::decimal_chars_max);
 static_assert(digit_count(odds_max) + 1 <= limits::decimal_chars_max);
 
 /// Returns 10^n for the small n used here.
@@ -133,7 +137,8 @@ constexpr std::uint64_t magnitude(std::int64_t v) noexcept {
     return v < 0 ? std::uint64_t{0} - static_cast<std::uint64_t>(v) : static_cast<std::uint64_t>(v);
 }
 
-/// Formats |v| / 10^decimals with exactly `decimals` places, with a '-' when v < 0.
+/// Formats |v| / 10^decimals with exactly `decimals` places (no dot for none), with a '-' when
+/// v < 0.
 std::string format_fixed(std::int64_t v, int decimals) {
     const std::uint64_t scale = pow10(decimals);
     const std::uint64_t mag = magnitude(v);
@@ -147,7 +152,9 @@ std::string format_fixed(std::int64_t v, int decimals) {
         buf[--pos] = static_cast<char>('0' + frac % 10);
         frac /= 10;
     }
-    buf[--pos] = '.';
+    if (decimals > 0) {
+        buf[--pos] = '.';
+    }
     do {
         buf[--pos] = static_cast<char>('0' + whole % 10);
         whole /= 10;
@@ -158,7 +165,45 @@ std::string format_fixed(std::int64_t v, int decimals) {
     return std::string(buf.data() + pos, buf.size() - pos);
 }
 
+// ISO 4217 (list one, the amendments up to 2024): the codes whose minor unit is not two
+// decimals, sorted. Codes ISO lists without a minor unit (precious metals, XDR, XTS, XXX) are
+// not money a bettor holds and get two, like codes ISO does not list. db/functions/
+// fulltime_minor_digits.sql holds the same lists.
+constexpr std::array<std::string_view, 17> zero_digit_currencies = {
+    "BIF", "CLP", "DJF", "GNF", "ISK", "JPY", "KMF", "KRW", "PYG",
+    "RWF", "UGX", "UYI", "VND", "VUV", "XAF", "XOF", "XPF"};
+constexpr std::array<std::string_view, 7> three_digit_currencies = {"BHD", "IQD", "JOD", "KWD",
+                                                                    "LYD", "OMR", "TND"};
+constexpr std::array<std::string_view, 2> four_digit_currencies = {"CLF", "UYW"};
+
+template <std::size_t N>
+constexpr bool listed(const std::array<std::string_view, N>& codes, std::string_view code) {
+    for (auto c : codes) {
+        if (c == code) {
+            return true;
+        }
+    }
+    return false;
+}
+
 }  // namespace
+
+int minor_digits(std::string_view currency) noexcept {
+    if (listed(zero_digit_currencies, currency)) {
+        return 0;
+    }
+    if (listed(three_digit_currencies, currency)) {
+        return 3;
+    }
+    if (listed(four_digit_currencies, currency)) {
+        return 4;
+    }
+    return 2;
+}
+
+bool supported_currency(std::string_view currency) noexcept {
+    return minor_digits(currency) <= limits::minor_digits_max;
+}
 
 std::string_view describe(parse_error e) noexcept {
     switch (e) {
@@ -170,7 +215,7 @@ std::string_view describe(parse_error e) noexcept {
         case parse_error::negative:
             return "the number must not be negative";
         case parse_error::too_many_decimals:
-            return "the number has too many decimal places (two for money, four for odds)";
+            return "the number has too many decimal places (money has at most three, odds four)";
         case parse_error::overflow:
             return "the number is too large";
         case parse_error::zero:
@@ -181,20 +226,49 @@ std::string_view describe(parse_error e) noexcept {
     return "the number is invalid";
 }
 
-parsed<std::int64_t> parse_amount(std::string_view text) {
-    return parse_fixed(text, limits::money_decimals, limits::amount_minor_max);
+std::string describe(parse_error e, std::string_view currency) {
+    if (e != parse_error::too_many_decimals) {
+        return std::string(describe(e));
+    }
+    return "too many decimal places for " + std::string(currency) + " (" +
+           std::to_string(minor_digits(currency)) + ")";
 }
 
-parsed<std::int64_t> parse_positive_amount(std::string_view text) {
-    auto r = parse_amount(text);
+parsed<std::int64_t> parse_amount(std::string_view text, int digits) {
+    return parse_fixed(text, digits, limits::amount_minor_max);
+}
+
+parsed<std::int64_t> parse_positive_amount(std::string_view text, int digits) {
+    auto r = parse_amount(text, digits);
     if (r && *r == 0) {
         return parse_error::zero;
     }
     return r;
 }
 
-std::string format_amount(std::int64_t minor) {
-    return format_fixed(minor, limits::money_decimals);
+parsed<std::int64_t> parse_positive_thousandths(std::string_view text) {
+    auto r = parse_fixed(text, limits::minor_digits_max, limits::amount_thousandths_max);
+    if (r && *r == 0) {
+        return parse_error::zero;
+    }
+    return r;
+}
+
+parsed<std::int64_t> thousandths_to_minor(std::int64_t thousandths, int digits) {
+    const auto unit = static_cast<std::int64_t>(pow10(limits::minor_digits_max - digits));
+    if (thousandths % unit != 0) {
+        return parse_error::too_many_decimals;
+    }
+    if (thousandths / unit > limits::amount_minor_max) {
+        return parse_error::overflow;
+    }
+    return thousandths / unit;
+}
+
+std::string format_amount(std::int64_t minor, int digits) { return format_fixed(minor, digits); }
+
+std::string format_amount(std::int64_t minor, std::string_view currency) {
+    return format_fixed(minor, minor_digits(currency));
 }
 
 parsed<std::int64_t> parse_odds(std::string_view text) {

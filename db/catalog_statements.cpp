@@ -2,6 +2,7 @@
 
 #include "db/short_transaction.hpp"
 #include "fulltime/core/money.hpp"
+#include "fulltime/limits.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -130,18 +131,24 @@ outcome<stored_market> read_market(const result& r) {
                          *stake_max, *liability_limit,   *shards};
 }
 
+// A market's limits as the feed writes them (limits::market_amount_digits): a market has no
+// currency.
+std::string market_amount(std::int64_t minor) {
+    return money::format_amount(minor, limits::market_amount_digits);
+}
+
 // Checks the limits a market will have after the message (given values over stored or default
 // ones); returns the refusal, or nullopt when they are consistent.
 std::optional<catalog_result> check_limits(std::int64_t stake_min, std::int64_t stake_max,
                                            std::int64_t liability_limit, std::int32_t shards) {
     if (stake_min > stake_max) {
-        return refusal(catalog_status::invalid, "stake_min " + money::format_amount(stake_min) +
+        return refusal(catalog_status::invalid, "stake_min " + market_amount(stake_min) +
                                                     " would be above stake_max " +
-                                                    money::format_amount(stake_max));
+                                                    market_amount(stake_max));
     }
     if (liability_limit < shards) {
         return refusal(catalog_status::invalid,
-                       "liability_limit " + money::format_amount(liability_limit) +
+                       "liability_limit " + market_amount(liability_limit) +
                            " must be at least one minor unit per exposure shard (" +
                            std::to_string(shards) + ")");
     }
@@ -294,7 +301,7 @@ asio::awaitable<outcome<decided>> market_body(feed::market_message m, market_def
         }
         if (spread->affected_rows() != stored->exposure_shards) {
             co_return discard(refusal(catalog_status::conflict,
-                                      "liability_limit " + money::format_amount(limit) +
+                                      "liability_limit " + market_amount(limit) +
                                           " is below the liability some exposure shards of " +
                                           market_text(m.market_id) + " already hold"));
         }

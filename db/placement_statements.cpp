@@ -1,6 +1,7 @@
 #include "fulltime/db/placement_statements.hpp"
 
 #include "fulltime/db/read_router.hpp"
+#include "fulltime/limits.hpp"
 
 #include <functional>
 #include <utility>
@@ -21,7 +22,7 @@ constexpr db::statement place_group_statement{
     "fulltime_place_group",
     "SELECT item, outcome, response::text, pg_current_xact_id_if_assigned()::text "
     "FROM fulltime_place_group($1::bigint[], $2::text[], $3::text[], $4::bigint[], "
-    "$5::bigint[], $6::bigint[], $7::text[], $8::integer, $9::integer)"};
+    "$5::bigint[], $6::integer, $7::bigint[], $8::text[], $9::integer, $10::integer)"};
 
 // A group of one: the per-item function, cheaper for one bet than the group's set-based
 // bookkeeping (db/functions/fulltime_place.sql), fed from the same array parameters and answering
@@ -30,8 +31,8 @@ constexpr db::statement place_one_statement{
     "fulltime_place",
     "SELECT 1, p.outcome, p.response::text, pg_current_xact_id_if_assigned()::text "
     "FROM fulltime_place(($1::bigint[])[1], ($2::text[])[1], ($3::text[])[1], "
-    "($4::bigint[])[1], ($5::bigint[])[1], ($6::bigint[])[1], ($7::text[])[1], $8::integer, "
-    "$9::integer) AS p"};
+    "($4::bigint[])[1], ($5::bigint[])[1], $6::integer, ($7::bigint[])[1], ($8::text[])[1], "
+    "$9::integer, $10::integer) AS p"};
 
 // Right after a commit, on the same session: the primary's WAL insert position is then past the
 // commit record, so a standby that replayed up to it shows the commit.
@@ -68,7 +69,7 @@ place_group_params encode_place_group(std::span<const place_group_item> items) {
         keys.add(r.idempotency_key);
         fingerprints.add(it.fingerprint);
         selections.add(r.selection_id);
-        stakes.add(r.stake_minor);
+        stakes.add(r.stake_thousandths);
         odds.add(r.odds_units);
         accepts.add(bets::to_string(r.accept));
     }
@@ -99,7 +100,7 @@ asio::awaitable<outcome<place_group_rows>> place_group(connection& conn,
     auto rows = co_await conn.query_prepared(
         group.size == 1 ? place_one_statement : place_group_statement,
         params(group.accounts, group.keys, group.fingerprints, group.selections, group.stakes,
-               group.odds, group.accepts, lock_timeout_ms, shard_hint),
+               limits::minor_digits_max, group.odds, group.accepts, lock_timeout_ms, shard_hint),
         timeout);
     if (!rows) {
         co_return rows.error();

@@ -1,5 +1,7 @@
 #include "fulltime/db/push_statements.hpp"
 
+#include "fulltime/db/params.hpp"
+
 #include <utility>
 
 namespace fulltime::db {
@@ -40,6 +42,9 @@ constexpr const char* read_sql =
     "WHERE (o.xact_id, o.outbox_id) > ($1::xid8, $2::bigint) "
     "  AND o.xact_id < pg_snapshot_xmin(pg_current_snapshot()) "
     "ORDER BY o.xact_id, o.outbox_id LIMIT $3::bigint";
+
+constexpr const char* currencies_sql =
+    "SELECT a.account_id, a.currency FROM accounts a WHERE a.account_id = ANY ($1::bigint[])";
 
 template <class T>
 std::optional<T> value_or_none(outcome<T> value) {
@@ -118,6 +123,31 @@ asio::awaitable<outcome<outbox_page>> read_outbox_page(connection& conn, outbox_
     }
     page.full = rows->rows() >= rows_max;
     co_return page;
+}
+
+asio::awaitable<outcome<std::unordered_map<std::int64_t, std::string>>> read_account_currencies(
+    connection& conn, const std::vector<std::int64_t>& account_ids) {
+    std::unordered_map<std::int64_t, std::string> out;
+    if (account_ids.empty()) {
+        co_return out;
+    }
+    array_literal ids;
+    for (auto id : account_ids) {
+        ids.add(id);
+    }
+    auto rows = co_await conn.query(currencies_sql, params(ids.str()));
+    if (!rows) {
+        co_return rows.error();
+    }
+    for (int r = 0; r < rows->rows(); ++r) {
+        auto id = rows->get<std::int64_t>(r, 0);
+        auto currency = rows->get<std::string>(r, 1);
+        if (!id || !currency) {
+            co_return failure{errc::bad_result, {}, "unexpected accounts row"};
+        }
+        out.emplace(*id, std::move(*currency));
+    }
+    co_return out;
 }
 
 }  // namespace fulltime::db

@@ -205,11 +205,11 @@ asio::awaitable<http_response> get_market_summary(std::shared_ptr<market_routes_
     for (const auto& m : *rows) {
         currencies.push_back({{"currency", m.currency},
                               {"bets", m.bets},
-                              {"stake", money::format_amount(m.stake)},
+                              {"stake", money::format_amount(m.stake, m.currency)},
                               {"open_bets", m.open_bets},
-                              {"open_stake", money::format_amount(m.open_stake)},
+                              {"open_stake", money::format_amount(m.open_stake, m.currency)},
                               {"settled_bets", m.settled_bets},
-                              {"payout", money::format_amount(m.payout)},
+                              {"payout", money::format_amount(m.payout, m.currency)},
                               {"updated_at", m.updated_at}});
     }
     co_return json_response(

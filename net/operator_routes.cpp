@@ -65,9 +65,9 @@ http_response json_response(unsigned status, const json& body) {
 json account_json(const db::account_row& a) {
     return json{{"account_id", a.account_id},
                 {"currency", a.currency},
-                {"available", money::format_amount(a.available_minor)},
-                {"reserved", money::format_amount(a.reserved_minor)},
-                {"owed", money::format_amount(a.owed_minor)}};
+                {"available", money::format_amount(a.available_minor, a.currency)},
+                {"reserved", money::format_amount(a.reserved_minor, a.currency)},
+                {"owed", money::format_amount(a.owed_minor, a.currency)}};
 }
 
 // Parses a small JSON body; nullopt with the error response when it is not JSON.
@@ -88,6 +88,11 @@ http_response failed(const db::failure& f, std::string_view what) {
     }
     log::error("operator api: " + std::string(what) + " failed: " + db::describe(f));
     return problem(503, "unavailable", "the database is unavailable; retry");
+}
+
+http_response unknown_account(std::int64_t account_id) {
+    return problem(404, "unknown_account",
+                   "account " + std::to_string(account_id) + " does not exist");
 }
 
 asio::awaitable<http_response> create_account(std::shared_ptr<operator_state> st,
@@ -141,8 +146,7 @@ asio::awaitable<http_response> get_account(std::shared_ptr<operator_state> st,
         co_return failed(found.error(), "get account");
     }
     if (!*found) {
-        co_return problem(404, "unknown_account",
-                          "account " + std::to_string(account_id) + " does not exist");
+        co_return unknown_account(account_id);
     }
     co_return json_response(200, account_json(**found));
 }
@@ -170,9 +174,32 @@ asio::awaitable<http_response> transfer(std::shared_ptr<operator_state> st, db::
         st->count(kind, wallet_outcome::busy);
         co_return failed(conn.error(), what);
     }
+    // The amount's decimals depend on the account's currency, read first: a currency never
+    // changes, so the transfer's own transaction need not read it again.
+    auto account = co_await db::find_account(**conn, account_id);
+    if (!account) {
+        st->count(kind, account.error().retryable() ? wallet_outcome::busy : wallet_outcome::error);
+        co_return failed(account.error(), what);
+    }
+    if (!*account) {
+        st->count(kind, wallet_outcome::unknown_account);
+        log::info("operator: " + what, {{"operator", operator_of(request)},
+                                        {"account", account_id},
+                                        {"key", parsed->key},
+                                        {"outcome", "unknown_account"}});
+        co_return unknown_account(account_id);
+    }
+    const std::string currency = (*account)->currency;
+    const auto amount_minor =
+        money::thousandths_to_minor(parsed->amount_thousandths, money::minor_digits(currency));
+    if (!amount_minor) {
+        st->count(kind, wallet_outcome::invalid);
+        co_return problem(400, "invalid_request",
+                          "amount: " + money::describe(amount_minor.error(), currency));
+    }
     std::size_t retries = 0;
     auto done =
-        co_await db::apply_transfer(**conn, kind, account_id, parsed->key, parsed->amount_minor,
+        co_await db::apply_transfer(**conn, kind, account_id, parsed->key, *amount_minor,
                                     st->options(), st->cfg->admin.lock_retries_max, &retries);
     st->lock_retries->inc(retries);
     if (!done) {
@@ -185,7 +212,7 @@ asio::awaitable<http_response> transfer(std::shared_ptr<operator_state> st, db::
         log::info("operator: " + what, {{"operator", operator_of(request)},
                                         {"account", account_id},
                                         {"key", parsed->key},
-                                        {"amount", money::format_amount(parsed->amount_minor)},
+                                        {"amount", money::format_amount(*amount_minor, currency)},
                                         {"outcome", outcome},
                                         {"transfer_id", done->transfer_id}});
     };
@@ -193,7 +220,7 @@ asio::awaitable<http_response> transfer(std::shared_ptr<operator_state> st, db::
                          {"account_id", account_id},
                          {"kind", what},
                          {"key", parsed->key},
-                         {"amount", money::format_amount(done->amount_minor)},
+                         {"amount", money::format_amount(done->amount_minor, currency)},
                          {"currency", done->currency},
                          {"created_at", done->created_at}};
     switch (done->status) {
@@ -218,20 +245,20 @@ asio::awaitable<http_response> transfer(std::shared_ptr<operator_state> st, db::
                 409, "idempotency_key_reused",
                 "key \"" + parsed->key.substr(0, 64) + "\" already " +
                     (kind == db::transfer_kind::deposit ? "deposited " : "withdrew ") +
-                    money::format_amount(done->amount_minor) + "; a key moves one amount once");
+                    money::format_amount(done->amount_minor, currency) +
+                    "; a key moves one amount once");
         case db::transfer_status::insufficient_funds:
             st->count(kind, wallet_outcome::insufficient_funds);
             note("insufficient_funds");
             co_return problem(
                 409, "insufficient_funds",
-                "available balance is below " + money::format_amount(parsed->amount_minor));
+                "available balance is below " + money::format_amount(*amount_minor, currency));
         case db::transfer_status::unknown_account:
             break;
     }
     st->count(kind, wallet_outcome::unknown_account);
     note("unknown_account");
-    co_return problem(404, "unknown_account",
-                      "account " + std::to_string(account_id) + " does not exist");
+    co_return unknown_account(account_id);
 }
 
 // Splits "/v1/accounts/{id}[/{rest}]" into the id text and the rest ("" when absent).

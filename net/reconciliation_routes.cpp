@@ -69,11 +69,18 @@ json or_null(const std::optional<T>& v) {
     return v ? json(*v) : json(nullptr);
 }
 
-// Money as decimal strings, as everywhere in the protocol. An overdue reservation's `expected`
-// is its deadline (the incident stores it as epoch seconds): shown as a time.
+// Money as decimal strings, as everywhere in the protocol, in the incident's currency. One
+// without a currency (the drift of an account that no longer exists) has no decimals to go by
+// and is shown with two; an overdue reservation over several currencies has none and no amount.
+// An overdue reservation's `expected` is its deadline (the incident stores it as epoch
+// seconds): shown as a time.
 json incident_json(const db::incident_row& i) {
-    const auto money = [](const std::optional<std::int64_t>& v) {
-        return v ? json(money::format_amount(*v)) : json(nullptr);
+    const auto money = [&i](const std::optional<std::int64_t>& v) {
+        if (!v) {
+            return json(nullptr);
+        }
+        return i.currency ? json(money::format_amount(*v, *i.currency))
+                          : json(money::format_amount(*v, limits::market_amount_digits));
     };
     json details = json::parse(i.details_json, nullptr, false);
     if (details.is_discarded()) {

@@ -21,6 +21,7 @@
 #include <chrono>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace fulltime::net {
 
@@ -106,26 +107,68 @@ struct push_counters {
     metrics::counter& purged;
 };
 
-/// Queues the bet_settled pushes one outbox row announces on its bettors' open sessions.
-void push_row(const db::outbox_row& row, connection_registry& sessions, metrics::counter& pushed) {
-    if (!row.topic || !row.payload) {
-        return;
-    }
-    // The batch's transaction: a session told of these settlements reads them in `bets` only
-    // once the projector has passed it.
+/// Holds one settlement a page announces to an open session, with its batch's transaction.
+struct pending_push {
+    announced_settlement settlement;
     std::uint64_t xid = 0;
-    std::from_chars(row.xact_id.data(), row.xact_id.data() + row.xact_id.size(), xid);
-    for (auto& s : announced_settlements(*row.topic, row.account_id, *row.payload)) {
-        if (sessions.sessions(s.account_id) == 0) {
+};
+
+/// Returns the settlements the page's rows announce to accounts that have an open session, in
+/// page order.
+std::vector<pending_push> pending_pushes(const std::vector<db::outbox_row>& rows,
+                                         connection_registry& sessions) {
+    std::vector<pending_push> out;
+    for (const auto& row : rows) {
+        if (!row.topic || !row.payload) {
             continue;
+        }
+        // The batch's transaction: a session told of these settlements reads them in `bets`
+        // only once the projector has passed it.
+        std::uint64_t xid = 0;
+        std::from_chars(row.xact_id.data(), row.xact_id.data() + row.xact_id.size(), xid);
+        for (auto& s : announced_settlements(*row.topic, row.account_id, *row.payload)) {
+            if (sessions.sessions(s.account_id) != 0) {
+                out.push_back(pending_push{std::move(s), xid});
+            }
+        }
+    }
+    return out;
+}
+
+/// Queues the bet_settled pushes of one page on their bettors' open sessions, each payout in its
+/// account's currency (one read of the currencies per page, only when it pushes something).
+/// Returns false, having pushed nothing, when the currencies cannot be read.
+asio::awaitable<bool> push_page(db::connection& conn, const std::vector<db::outbox_row>& rows,
+                                connection_registry& sessions, metrics::counter& pushed) {
+    auto pending = pending_pushes(rows, sessions);
+    if (pending.empty()) {
+        co_return true;
+    }
+    std::vector<std::int64_t> accounts;
+    for (const auto& p : pending) {
+        accounts.push_back(p.settlement.account_id);
+    }
+    std::sort(accounts.begin(), accounts.end());
+    accounts.erase(std::unique(accounts.begin(), accounts.end()), accounts.end());
+    auto currencies = co_await db::read_account_currencies(conn, accounts);
+    if (!currencies) {
+        log::warn("pushes: reading the accounts' currencies: " + db::describe(currencies.error()));
+        co_return false;
+    }
+    for (auto& p : pending) {
+        auto& s = p.settlement;
+        const auto currency = currencies->find(s.account_id);
+        if (currency == currencies->end()) {
+            continue;  // Accounts are never deleted: a settled bet's account exists.
         }
         json message = {{"type", "bet_settled"},
                         {"bet_id", s.bet_id},
                         {"version", s.version},
                         {"outcome", std::move(s.outcome)},
-                        {"payout", money::format_amount(s.payout)}};
-        pushed.inc(sessions.push(s.account_id, message, xid));
+                        {"payout", money::format_amount(s.payout, currency->second)}};
+        pushed.inc(sessions.push(s.account_id, message, p.xid));
     }
+    co_return true;
 }
 
 /// Stores the cursor after a page. A failure is logged and the loop goes on with the cursor in
@@ -157,11 +200,14 @@ asio::awaitable<db::outbox_cursor> push_pages(db::connection& conn, connection_r
             log::warn("pushes: " + db::describe(page.error()));
             break;
         }
-        // Pushes are only for settles and cancels; the cursor moves over every row read.
+        // Pushes are only for settles and cancels; the cursor moves over every row read. A page
+        // whose pushes could not be formatted is read again in the next round.
+        if (!co_await push_page(conn, page->rows, sessions, counters.pushed)) {
+            break;
+        }
         for (const auto& row : page->rows) {
             cursor = db::outbox_cursor{row.xact_id, row.outbox_id};
             counters.read.inc();
-            push_row(row, sessions, counters.pushed);
         }
         if (!page->rows.empty()) {
             co_await store_cursor(conn, consumer, cursor);

@@ -39,7 +39,7 @@ void print_summary(const actors::reconcile_summary& s) {
     for (const auto& c : s.currencies) {
         std::printf("currency %s: %lld accounts, imbalance %s\n", c.code.c_str(),
                     static_cast<long long>(c.accounts),
-                    money::format_amount(c.imbalance_minor).c_str());
+                    money::format_amount(c.imbalance_minor, c.code).c_str());
     }
     for (const auto& [kind, count] : s.incidents_open) {
         std::printf("open %s: %lld\n", kind.c_str(), static_cast<long long>(count));

@@ -18,6 +18,7 @@
 #include "fulltime/db/audit_statements.hpp"
 #include "fulltime/db/error.hpp"
 #include "fulltime/db/rehearsal_statements.hpp"
+#include "fulltime/limits.hpp"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
@@ -233,8 +234,11 @@ int run(const config& cfg, const options& opt) {
             {"name", name},
             {"status", "open"},
             {"stake_min", "0.01"},
-            {"stake_max", money::format_amount(std::max<std::int64_t>(s.stake_minor, 100) * 100)},
-            {"liability_limit", money::format_amount(s.deposit_minor * s.accounts)},
+            // A market's limits are minor units of the bets' currency, written with two decimals.
+            {"stake_max", money::format_amount(std::max<std::int64_t>(s.stake_minor, 100) * 100,
+                                               limits::market_amount_digits)},
+            {"liability_limit",
+             money::format_amount(s.deposit_minor * s.accounts, limits::market_amount_digits)},
             {"exposure_shards", 16},
             {"selections",
              json::array(
@@ -259,8 +263,8 @@ int run(const config& cfg, const options& opt) {
     }
     progress("markets created; creating and funding " + std::to_string(s.accounts) + " accounts");
     const auto setup_start = std::chrono::steady_clock::now();
-    d.create_accounts(id_base + 1, s.accounts, money::format_amount(s.deposit_minor),
-                      account_workers);
+    d.create_accounts(id_base + 1, s.accounts,
+                      money::format_amount(s.deposit_minor, rehearsal_currency), account_workers);
     std::vector<std::int64_t> all_accounts;
     for (std::int64_t a = 1; a <= s.accounts; ++a) {
         all_accounts.push_back(id_base + a);
@@ -269,8 +273,9 @@ int run(const config& cfg, const options& opt) {
     if (s.preload_bets > 0) {
         progress("placing " + std::to_string(s.preload_bets) +
                  " bets on the burst markets at up to " + fixed(s.preload_rate_per_s, 0) + "/s");
-        d.preload(all_accounts, burst_selections, money::format_amount(s.stake_minor),
-                  s.preload_bets, s.preload_rate_per_s, preload_prefix);
+        d.preload(all_accounts, burst_selections,
+                  money::format_amount(s.stake_minor, rehearsal_currency), s.preload_bets,
+                  s.preload_rate_per_s, preload_prefix);
     }
     const double setup_s =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - setup_start).count();
@@ -282,7 +287,7 @@ int run(const config& cfg, const options& opt) {
         bs.accounts.push_back(id_base + 1 + i * stride);
     }
     bs.selections = live_selections;
-    bs.stake = money::format_amount(s.stake_minor);
+    bs.stake = money::format_amount(s.stake_minor, rehearsal_currency);
     bs.rate_per_s = s.rate_per_s;
     bs.retry_ratio = s.retry_ratio;
     bs.key_prefix = "rh-" + run_tag + "-live-";

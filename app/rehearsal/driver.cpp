@@ -168,7 +168,7 @@ std::string place_text(const std::string& id, const std::string& key, std::int64
 }
 
 std::string account_json(std::int64_t id) {
-    return json{{"account_id", id}, {"currency", "EUR"}}.dump();
+    return json{{"account_id", id}, {"currency", rehearsal_currency}}.dump();
 }
 
 std::string deposit_json(const std::string& amount) {

@@ -19,6 +19,11 @@ namespace {
 
 using nlohmann::json;
 
+/// Formats an amount of the rehearsal's accounts' currency.
+std::string amount_text(std::int64_t minor) {
+    return money::format_amount(minor, rehearsal_currency);
+}
+
 constexpr std::array<std::pair<fault_kind, const char*>, 8> fault_names{{
     {fault_kind::kill_engine, "kill_engine"},
     {fault_kind::terminate_backends, "terminate_backends"},
@@ -142,7 +147,8 @@ public:
         if (!v->is_string()) {
             fail(path(key), "must be an amount as a string, e.g. \"10.00\"");
         }
-        const auto parsed = money::parse_positive_amount(v->get<std::string>());
+        const auto parsed = money::parse_positive_amount(v->get<std::string>(),
+                                                         money::minor_digits(rehearsal_currency));
         if (!parsed) {
             fail(path(key), std::string(money::describe(parsed.error())));
         }
@@ -290,7 +296,7 @@ scenario parse_scenario(const json& doc) {
             static_cast<double>(s.stake_minor) * (live_bets * 1.2 + preload_bets + 1);
         if (needed > static_cast<double>(s.deposit_minor)) {
             fail("accounts.deposit", "is too small: a bettor's account places about " +
-                                         money::format_amount(static_cast<std::int64_t>(needed)) +
+                                         amount_text(static_cast<std::int64_t>(needed)) +
                                          " in stakes during the run");
         }
     }
@@ -337,23 +343,22 @@ json to_json(const scenario& s) {
         }
         faults.push_back(std::move(j));
     }
-    json out = {
-        {"name", s.name},
-        {"description", s.description},
-        {"pgbouncer", s.pgbouncer},
-        {"accounts", {{"count", s.accounts}, {"deposit", money::format_amount(s.deposit_minor)}}},
-        {"markets", {{"live", s.live_markets}, {"burst", s.burst_markets}}},
-        {"bettors",
-         {{"connections", s.connections},
-          {"rate_per_s", s.rate_per_s},
-          {"stake", money::format_amount(s.stake_minor)},
-          {"retry_ratio", s.retry_ratio}}},
-        {"timeline", {{"duration_s", s.duration_s}, {"burst_at_s", s.burst_at_s}}},
-        {"faults", std::move(faults)},
-        {"criteria",
-         {{"placement_p99_ms_max", s.criteria.placement_p99_ms_max},
-          {"backlog_age_s_max", s.criteria.backlog_age_s_max},
-          {"backlog_within_s", s.criteria.backlog_within_s}}}};
+    json out = {{"name", s.name},
+                {"description", s.description},
+                {"pgbouncer", s.pgbouncer},
+                {"accounts", {{"count", s.accounts}, {"deposit", amount_text(s.deposit_minor)}}},
+                {"markets", {{"live", s.live_markets}, {"burst", s.burst_markets}}},
+                {"bettors",
+                 {{"connections", s.connections},
+                  {"rate_per_s", s.rate_per_s},
+                  {"stake", amount_text(s.stake_minor)},
+                  {"retry_ratio", s.retry_ratio}}},
+                {"timeline", {{"duration_s", s.duration_s}, {"burst_at_s", s.burst_at_s}}},
+                {"faults", std::move(faults)},
+                {"criteria",
+                 {{"placement_p99_ms_max", s.criteria.placement_p99_ms_max},
+                  {"backlog_age_s_max", s.criteria.backlog_age_s_max},
+                  {"backlog_within_s", s.criteria.backlog_within_s}}}};
     if (s.preload_bets > 0) {
         out["preload"] = {{"bets", s.preload_bets}, {"rate_per_s", s.preload_rate_per_s}};
     }

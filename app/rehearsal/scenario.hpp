@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace fulltime::app::rehearsal {
@@ -47,6 +48,9 @@ struct exit_criteria {
     /// Money invariant failures (`fulltime audit`) and lost or doubled acknowledgements are
     /// always allowed zero; they are criteria too, with no setting.
 };
+
+/// The currency of the rehearsal's accounts: every amount of a scenario is in it.
+inline constexpr std::string_view rehearsal_currency = "EUR";
 
 /// Holds a whole scenario, every field validated.
 struct scenario {

@@ -9,13 +9,19 @@
 -- tests/db/placement_group_pgtest.cpp proves it on seeded random groups, calling this function
 -- once per item (tests/db/reference_place.hpp) beside the group function.
 --
--- The statements run in docs/design.md's order: claim the key, validate without locks, the bet
--- row, one exposure shard, the ledger reservation and outbox row, and last the conditional balance
--- update. The engine calls it as a single statement, its own transaction (autocommit): no session
--- state, fine through PgBouncer in transaction mode.
+-- The statements run in docs/design.md's order: read the account's currency (to convert the
+-- stake), claim the key, validate without locks, the bet row, one exposure shard, the ledger
+-- reservation and outbox row, and last the conditional balance update. The engine calls it as a
+-- single statement, its own transaction (autocommit): no session state, fine through PgBouncer
+-- in transaction mode.
 --
--- Amounts are bigint minor units, odds bigint units of 1/10000. The function returns integers
--- and structured refusal details (codes, current odds, limits), never prose. Outcomes and refusal
+-- Amounts are bigint minor units, odds bigint units of 1/10000; the stake arrives in units of
+-- 10^-p_stake_digits of its currency (the engine passes thousandths: it parses the stake before
+-- it knows the account) and is converted with the account's currency (fulltime_to_minor). A
+-- stake with more decimals than the currency, or above 10^15 minor units, is the outcome
+-- 'invalid', checked before the key is claimed so that nothing at all is stored, as for any
+-- request the engine refuses as invalid_request. The function returns integers and structured
+-- refusal details (codes, current odds, limits), never prose. Outcomes and refusal
 -- codes are fulltime_codes' domains place_outcome and place_refusal.
 --
 -- Every statement reads or writes rows by key, and must whatever the tables' statistics say: see
@@ -35,12 +41,13 @@ CREATE OR REPLACE FUNCTION fulltime_place(
     p_idempotency_key text,
     p_fingerprint     text,
     p_selection_id    bigint,
-    p_stake           bigint,
+    p_stake           bigint,   -- in units of 10^-p_stake_digits of the account's currency
+    p_stake_digits    integer,
     p_odds            bigint,
     p_accept          text,     -- 'exact' | 'better' | 'any'
     p_lock_timeout_ms integer,
     p_shard_hint      integer,  -- the caller's preferred exposure shard (modulo the market's)
-    OUT outcome       text,     -- 'placed' | 'rejected' | 'replayed' | 'key_reused'
+    OUT outcome       text,     -- 'placed' | 'rejected' | 'replayed' | 'key_reused' | 'invalid'
     OUT response      jsonb)
 LANGUAGE plpgsql
 SET enable_seqscan = off
@@ -49,6 +56,7 @@ DECLARE
     v_key_tid       tid;      -- the key row this call claimed (NULL: claimed before)
     v_fingerprint   text;
     v_currency      text;
+    v_stake         bigint;   -- p_stake in the currency's minor units
     v_market_id     bigint;
     v_market_status text;
     v_current_odds  bigint;
@@ -72,6 +80,17 @@ BEGIN
     -- the engine counts and retries with the same key.
     PERFORM set_config('lock_timeout', p_lock_timeout_ms::text || 'ms', true);
 
+    -- 0. The account's currency, which says how many decimals the stake may have. An account
+    --    that does not exist is refused after the key is claimed (insufficient_funds), as before.
+    SELECT a.currency INTO v_currency FROM accounts a WHERE a.account_id = p_account_id;
+    v_stake := fulltime_to_minor(p_stake, p_stake_digits, v_currency);
+    IF v_currency IS NOT NULL AND v_stake IS NULL THEN
+        outcome := 'invalid';
+        response := jsonb_build_object('outcome', outcome, 'stake', p_stake,
+                                       'stake_digits', p_stake_digits, 'currency', v_currency);
+        RETURN;
+    END IF;
+
     -- 1. Claim the key. A concurrent claim of the same key makes this wait for that
     --    transaction; if it committed, the key exists and its stored response is read below.
     INSERT INTO idempotency_keys (account_id, idempotency_key, fingerprint)
@@ -92,8 +111,8 @@ BEGIN
         RETURN;
     END IF;
 
-    -- 2. Validation that needs no lock: plain reads of the account, market and selection.
-    SELECT a.currency INTO v_currency FROM accounts a WHERE a.account_id = p_account_id;
+    -- 2. Validation that needs no lock: plain reads of the market and selection (the account
+    --    was read in 0).
     SELECT s.market_id, s.odds, m.status, m.stake_min, m.stake_max, m.exposure_shards,
            m.liability_limit
     INTO v_market_id, v_current_odds, v_market_status, v_stake_min, v_stake_max, v_shards,
@@ -114,14 +133,17 @@ BEGIN
        OR (p_accept = 'better' AND v_current_odds < p_odds) THEN
         v_code := 'odds_changed';
         v_details := jsonb_build_object('odds', v_current_odds);
-    ELSIF p_stake < v_stake_min OR p_stake > v_stake_max THEN
+    ELSIF v_stake < v_stake_min OR v_stake > v_stake_max THEN
+        -- The limits are minor units of whichever currency the bet is in: the currency lets the
+        -- engine show them in its decimals.
         v_code := 'stake_limit';
-        v_details := jsonb_build_object('stake_min', v_stake_min, 'stake_max', v_stake_max);
+        v_details := jsonb_build_object('stake_min', v_stake_min, 'stake_max', v_stake_max,
+                                        'currency', v_currency);
     ELSE
         -- The house's liability if the bet wins: stake * (odds - 1), rounded up. numeric,
         -- because stake * odds units can exceed bigint; a liability above the whole market's
         -- limit is refused before any write.
-        v_liability := ceil(p_stake::numeric * (v_current_odds - 10000) / 10000);
+        v_liability := ceil(v_stake::numeric * (v_current_odds - 10000) / 10000);
         IF v_liability > v_liability_max THEN
             v_code := 'liability_limit';
         END IF;
@@ -135,7 +157,7 @@ BEGIN
             -- 3. The bet row.
             INSERT INTO bets (account_id, market_id, selection_id, currency, stake, odds,
                               idempotency_key)
-            VALUES (p_account_id, v_market_id, p_selection_id, v_currency, p_stake, v_odds,
+            VALUES (p_account_id, v_market_id, p_selection_id, v_currency, v_stake, v_odds,
                     p_idempotency_key)
             RETURNING bet_id, placed_at INTO v_bet_id, v_placed_at;
 
@@ -168,20 +190,20 @@ BEGIN
                                           credit_side, credit_account_id, amount, bet_id,
                                           created_at)
             VALUES ('bet:' || v_bet_id || ':reserve', v_currency, 'available', p_account_id,
-                    'reserved', p_account_id, p_stake, v_bet_id, v_placed_at);
+                    'reserved', p_account_id, v_stake, v_bet_id, v_placed_at);
             -- placed_at and currency let the read model's projector insert the bet without a
             -- lookup in bets (fulltime_project.sql).
             INSERT INTO outbox (topic, account_id, payload)
             VALUES ('bet_placed', p_account_id,
                     jsonb_build_object('bet_id', v_bet_id, 'market_id', v_market_id,
-                                       'selection_id', p_selection_id, 'stake', p_stake,
+                                       'selection_id', p_selection_id, 'stake', v_stake,
                                        'odds', v_odds, 'currency', v_currency,
                                        'placed_at', v_placed_at));
 
             -- 6. Last: the balance row, conditional on the funds.
             UPDATE accounts
-            SET available = available - p_stake, reserved = reserved + p_stake
-            WHERE account_id = p_account_id AND available >= p_stake
+            SET available = available - v_stake, reserved = reserved + v_stake
+            WHERE account_id = p_account_id AND available >= v_stake
             RETURNING available, reserved INTO v_available, v_reserved;
             IF v_available IS NULL THEN
                 RAISE SQLSTATE 'FT001' USING MESSAGE = 'insufficient_funds';
@@ -201,7 +223,7 @@ BEGIN
         outcome := 'placed';
         response := jsonb_build_object(
             'bet_id', v_bet_id, 'account_id', p_account_id, 'market_id', v_market_id,
-            'selection_id', p_selection_id, 'stake', p_stake, 'odds', v_odds,
+            'selection_id', p_selection_id, 'stake', v_stake, 'odds', v_odds,
             'placed_at', to_char(v_placed_at AT TIME ZONE 'UTC',
                                  'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
             'available', v_available, 'reserved', v_reserved, 'currency', v_currency);
@@ -222,7 +244,8 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION fulltime_place(bigint, text, text, bigint, bigint, bigint, text, integer, integer) IS
-    'One placement in one transaction, in docs/design.md''s order: claim the idempotency key, '
-    'validate without locks, bet row, one exposure shard (the caller''s, or the emptiest other), ledger reservation and outbox row, '
+COMMENT ON FUNCTION fulltime_place(bigint, text, text, bigint, bigint, integer, bigint, text, integer, integer) IS
+    'One placement in one transaction, in docs/design.md''s order: convert the stake to the '
+    'account''s minor units (invalid, storing nothing, when it cannot be), claim the '
+    'idempotency key, validate without locks, bet row, one exposure shard (the caller''s, or the emptiest other), ledger reservation and outbox row, '
     'and last the conditional balance update; the first result is stored on the key.';

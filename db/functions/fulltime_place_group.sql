@@ -16,6 +16,10 @@
 -- arrival order, over rows read or locked by one statement per step:
 --   (a) lock_timeout for this transaction (SET LOCAL): a lock wait becomes error 55P03, which the
 --       engine counts and retries with the same keys (everything, keys included, rolls back);
+--       then one SELECT of the items' accounts (currency), which converts each stake to the
+--       currency's minor units: an item whose stake cannot be one (more decimals than the
+--       currency has, or over 10^15 minor units) is 'invalid' and takes no further part, its key
+--       not even claimed, as for any request the engine refuses as invalid_request;
 --   (b) claim the keys with one INSERT ... ON CONFLICT DO NOTHING, sorted by (account, key), so
 --       that two groups claiming overlapping keys wait for each other in one order, never in a
 --       cycle. A key another transaction is claiming makes this wait for it; if it committed,
@@ -23,8 +27,8 @@
 --   (c) only when a key was not claimed: one SELECT of the stored keys. Same fingerprint: the
 --       stored response, replayed. Another fingerprint: key_reused with {"code":
 --       "idempotency_key_reused"}, stored nowhere;
---   (d) one SELECT of the items' accounts (currency), selections and markets: validation that
---       needs no lock, in the order of checks below;
+--   (d) one SELECT of the items' selections and markets: validation that needs no lock, in the
+--       order of checks below;
 --   (e) lock the one preferred exposure shard of each market of the group, in (market, shard)
 --       order, and decide the liability of each item in arrival order in memory. An item that
 --       does not fit its preferred shard falls back to the one other shard with the most headroom
@@ -38,7 +42,7 @@
 --       with arrival), exposure (per-shard sums), ledger reservations, outbox rows, balances
 --       (per-account sums), and the response and bet id stored on each claimed key;
 --   (h) one row per item, in item order.
--- So a group runs at most 13 statements (fewer when, say, every key replays), plus one per bet
+-- So a group runs at most 14 statements (fewer when, say, every key replays), plus one per bet
 -- whose preferred shard is full, whatever its size.
 -- No subtransaction (the per-item EXCEPTION blocks of the loop this replaced each cost one, and
 -- a transaction beyond 64 overflows the subtransaction cache: docs/schema.md).
@@ -55,9 +59,12 @@
 -- Two items with one (account, key) in a group behave as two requests in sequence: the second
 -- gets the first's result replayed (or key_reused, for other parameters).
 --
--- Amounts are bigint minor units, odds bigint units of 1/10000. The function returns integers
--- and structured refusal details (codes, current odds, limits), never prose: the engine formats
--- amounts and composes messages (core/bets_protocol), so no decimal formatting lives in SQL.
+-- Amounts are bigint minor units, odds bigint units of 1/10000; the stakes arrive in units of
+-- 10^-p_stake_digits of their currency (the engine passes thousandths: it parses a stake before
+-- it knows the account) and are converted in (a) (fulltime_to_minor). The function returns
+-- integers and structured refusal details (codes, current odds, limits), never prose: the
+-- engine formats amounts and composes messages (core/bets_protocol), so no decimal formatting
+-- lives in SQL.
 -- Outcomes and refusal codes are fulltime_codes' domains place_outcome and place_refusal.
 --
 -- The exposure shard is chosen by the caller, not by bet id. Picked by bet id, the bets of one
@@ -100,7 +107,8 @@ CREATE OR REPLACE FUNCTION fulltime_place_group(
     p_keys            text[],    -- ... its idempotency key ...
     p_fingerprints    text[],    -- ... the fingerprint of its parameters ...
     p_selections      bigint[],  -- ... the selection ...
-    p_stakes          bigint[],  -- ... the stake ...
+    p_stakes          bigint[],  -- ... the stake, in units of 10^-p_stake_digits ...
+    p_stake_digits    integer,   -- (every stake's scale, in its account's currency)
     p_odds            bigint[],  -- ... the odds asked ...
     p_accepts         text[],    -- ... and which current odds it accepts: exact | better | any
     p_lock_timeout_ms integer,
@@ -124,7 +132,9 @@ DECLARE
     v_first        integer[];  -- the first item of the group with its (account, key)
     v_stored_fp    text[];     -- the stored fingerprint of a key claimed before (c)
     v_stored       jsonb[];    -- ... and its stored response
-    v_currency     text[];     -- (d): NULL when the account does not exist
+    v_currency     text[];     -- (a): NULL when the account does not exist
+    v_stake        bigint[];   -- (a): the stake in the currency's minor units
+    v_invalid      boolean[];  -- (a): the stake cannot be one; nothing else happens to it
     v_market       bigint[];   -- NULL when the selection does not exist
     v_current_odds bigint[];
     v_status       text[];
@@ -196,13 +206,27 @@ BEGIN
     -- (a) SET LOCAL, scoped to this statement's transaction.
     PERFORM set_config('lock_timeout', p_lock_timeout_ms::text || 'ms', true);
 
-    -- (b) Claim the keys: the first item of each (account, key) claims it with its fingerprint.
+    --     The accounts' currencies and the stakes in their minor units. An account that does
+    --     not exist is refused in (d) (insufficient_funds), after its key is claimed, as before.
+    SELECT array_agg(a.currency::text ORDER BY g.ord),
+           array_agg(fulltime_to_minor(g.stake, p_stake_digits, a.currency) ORDER BY g.ord),
+           array_agg(a.currency IS NOT NULL
+                     AND fulltime_to_minor(g.stake, p_stake_digits, a.currency) IS NULL
+                     ORDER BY g.ord)
+    INTO v_currency, v_stake, v_invalid
+    FROM unnest(p_accounts, p_stakes) WITH ORDINALITY AS g(account_id, stake, ord)
+    LEFT JOIN LATERAL (SELECT x.currency FROM accounts x WHERE x.account_id = g.account_id
+                       OFFSET 0) a ON true;
+
+    -- (b) Claim the keys: the first valid item of each (account, key) claims it with its
+    --     fingerprint; an invalid item claims nothing and is never new.
     WITH claimed AS (
         INSERT INTO idempotency_keys AS k (account_id, idempotency_key, fingerprint)
         SELECT DISTINCT ON (c.account_id, c.idempotency_key COLLATE "C")
                c.account_id, c.idempotency_key, c.fingerprint
-        FROM unnest(p_accounts, p_keys, p_fingerprints) WITH ORDINALITY
-             AS c(account_id, idempotency_key, fingerprint, ord)
+        FROM unnest(p_accounts, p_keys, p_fingerprints, v_invalid) WITH ORDINALITY
+             AS c(account_id, idempotency_key, fingerprint, invalid, ord)
+        WHERE NOT c.invalid
         ORDER BY c.account_id, c.idempotency_key COLLATE "C", c.ord
         ON CONFLICT DO NOTHING
         RETURNING k.account_id, k.idempotency_key, k.ctid
@@ -210,16 +234,19 @@ BEGIN
     SELECT array_agg(x.is_new ORDER BY x.ord), array_agg(x.first_ord ORDER BY x.ord),
            array_agg(x.tid ORDER BY x.ord)
     INTO v_new, v_first, v_key_tid
-    FROM (SELECT g.ord, cl.account_id IS NOT NULL AS is_new, cl.ctid AS tid,
-                 (min(g.ord) OVER (PARTITION BY g.account_id, g.idempotency_key))::integer
+    FROM (SELECT g.ord, cl.account_id IS NOT NULL AND NOT g.invalid AS is_new, cl.ctid AS tid,
+                 (min(g.ord) FILTER (WHERE NOT g.invalid)
+                      OVER (PARTITION BY g.account_id, g.idempotency_key))::integer
                      AS first_ord
-          FROM unnest(p_accounts, p_keys) WITH ORDINALITY AS g(account_id, idempotency_key, ord)
+          FROM unnest(p_accounts, p_keys, v_invalid) WITH ORDINALITY
+               AS g(account_id, idempotency_key, invalid, ord)
           LEFT JOIN claimed cl
             ON cl.account_id = g.account_id AND cl.idempotency_key = g.idempotency_key) x;
 
     -- (c) Keys claimed before this call (by an earlier request, or by a concurrent one that
     --     committed while (b) waited for it): read in a new snapshot, which sees that commit.
-    IF false = ANY (v_new) THEN
+    IF true = ANY (SELECT NOT x.is_new AND NOT x.invalid
+                   FROM unnest(v_new, v_invalid) AS x(is_new, invalid)) THEN
         SELECT array_agg(k.fingerprint ORDER BY g.ord), array_agg(k.response ORDER BY g.ord)
         INTO v_stored_fp, v_stored
         FROM unnest(p_accounts, p_keys) WITH ORDINALITY AS g(account_id, idempotency_key, ord)
@@ -228,7 +255,7 @@ BEGIN
                              AND x.idempotency_key = g.idempotency_key
                            OFFSET 0) k ON true;
         FOR i IN 1 .. n LOOP
-            IF NOT v_new[i] THEN
+            IF NOT v_new[i] AND NOT v_invalid[i] THEN
                 IF v_stored_fp[i] IS DISTINCT FROM p_fingerprints[i] THEN
                     v_outcome[i] := 'key_reused';
                     v_response[i] := jsonb_build_object('code', 'idempotency_key_reused');
@@ -240,18 +267,16 @@ BEGIN
         END LOOP;
     END IF;
 
-    -- (d) Validation that needs no lock: plain reads of the accounts, markets and selections.
+    -- (d) Validation that needs no lock: plain reads of the markets and selections (the
+    --     accounts were read in (a)).
     IF true = ANY (v_new) THEN
-        SELECT array_agg(a.currency::text ORDER BY g.ord), array_agg(s.market_id ORDER BY g.ord),
+        SELECT array_agg(s.market_id ORDER BY g.ord),
                array_agg(s.odds ORDER BY g.ord), array_agg(s.status ORDER BY g.ord),
                array_agg(s.stake_min ORDER BY g.ord), array_agg(s.stake_max ORDER BY g.ord),
                array_agg(s.exposure_shards::integer ORDER BY g.ord),
                array_agg(s.liability_limit ORDER BY g.ord)
-        INTO v_currency, v_market, v_current_odds, v_status, v_stake_min, v_stake_max, v_shards,
-             v_limit
-        FROM unnest(p_accounts, p_selections) WITH ORDINALITY AS g(account_id, selection_id, ord)
-        LEFT JOIN LATERAL (SELECT x.currency FROM accounts x WHERE x.account_id = g.account_id
-                           OFFSET 0) a ON true
+        INTO v_market, v_current_odds, v_status, v_stake_min, v_stake_max, v_shards, v_limit
+        FROM unnest(p_selections) WITH ORDINALITY AS g(selection_id, ord)
         LEFT JOIN LATERAL (SELECT y.market_id, y.odds, z.status, z.stake_min, z.stake_max,
                                   z.exposure_shards, z.liability_limit
                            FROM selections y JOIN markets z ON z.market_id = y.market_id
@@ -273,15 +298,18 @@ BEGIN
                OR (p_accepts[i] = 'better' AND v_current_odds[i] < p_odds[i]) THEN
                 v_code[i] := 'odds_changed';
                 v_details[i] := jsonb_build_object('odds', v_current_odds[i]);
-            ELSIF p_stakes[i] < v_stake_min[i] OR p_stakes[i] > v_stake_max[i] THEN
+            ELSIF v_stake[i] < v_stake_min[i] OR v_stake[i] > v_stake_max[i] THEN
+                -- The limits are minor units of whichever currency the bet is in: the currency
+                -- lets the engine show them in its decimals.
                 v_code[i] := 'stake_limit';
                 v_details[i] := jsonb_build_object('stake_min', v_stake_min[i],
-                                                   'stake_max', v_stake_max[i]);
+                                                   'stake_max', v_stake_max[i],
+                                                   'currency', v_currency[i]);
             ELSE
                 -- The house's liability if the bet wins: stake * (odds - 1), rounded up.
                 -- numeric, because stake * odds units can exceed bigint; a liability above the
                 -- whole market's limit is refused before any lock.
-                v_numeric := ceil(p_stakes[i]::numeric * (v_current_odds[i] - 10000) / 10000);
+                v_numeric := ceil(v_stake[i]::numeric * (v_current_odds[i] - 10000) / 10000);
                 IF v_numeric > v_limit[i] THEN
                     v_code[i] := 'liability_limit';
                 ELSE
@@ -371,9 +399,9 @@ BEGIN
         FOR i IN 1 .. n LOOP
             CONTINUE WHEN NOT v_candidate[i];
             j := array_position(v_acc_id, p_accounts[i]);
-            IF j IS NOT NULL AND v_acc_available[j] >= p_stakes[i] THEN
-                v_acc_available[j] := v_acc_available[j] - p_stakes[i];
-                v_acc_reserved[j] := v_acc_reserved[j] + p_stakes[i];
+            IF j IS NOT NULL AND v_acc_available[j] >= v_stake[i] THEN
+                v_acc_available[j] := v_acc_available[j] - v_stake[i];
+                v_acc_reserved[j] := v_acc_reserved[j] + v_stake[i];
                 v_available[i] := v_acc_available[j];
                 v_reserved[i] := v_acc_reserved[j];
                 v_any_placed := true;
@@ -402,7 +430,7 @@ BEGIN
                                    idempotency_key)
             SELECT g.account_id, g.market_id, g.selection_id, g.currency, g.stake, g.odds,
                    g.idempotency_key
-            FROM unnest(p_accounts, v_market, p_selections, v_currency, p_stakes, v_current_odds,
+            FROM unnest(p_accounts, v_market, p_selections, v_currency, v_stake, v_current_odds,
                         p_keys, v_candidate) WITH ORDINALITY
                  AS g(account_id, market_id, selection_id, currency, stake, odds,
                       idempotency_key, placed, ord)
@@ -447,7 +475,7 @@ BEGIN
                                       credit_side, credit_account_id, amount, bet_id, created_at)
         SELECT 'bet:' || g.bet_id || ':reserve', g.currency, 'available', g.account_id,
                'reserved', g.account_id, g.stake, g.bet_id, g.placed_at
-        FROM unnest(v_bet_id, v_currency, p_accounts, p_stakes, v_placed_at) WITH ORDINALITY
+        FROM unnest(v_bet_id, v_currency, p_accounts, v_stake, v_placed_at) WITH ORDINALITY
              AS g(bet_id, currency, account_id, stake, placed_at, ord)
         WHERE g.bet_id IS NOT NULL
         ORDER BY g.ord;
@@ -460,7 +488,7 @@ BEGIN
                                   'selection_id', g.selection_id, 'stake', g.stake,
                                   'odds', g.odds, 'currency', g.currency,
                                   'placed_at', g.placed_at)
-        FROM unnest(v_bet_id, p_accounts, v_market, p_selections, p_stakes, v_current_odds,
+        FROM unnest(v_bet_id, p_accounts, v_market, p_selections, v_stake, v_current_odds,
                     v_currency, v_placed_at)
              WITH ORDINALITY AS g(bet_id, account_id, market_id, selection_id, stake, odds,
                                   currency, placed_at, ord)
@@ -472,7 +500,7 @@ BEGIN
         WITH d AS (
             SELECT l.tid, s.stake
             FROM (SELECT x.account_id, sum(x.stake)::bigint AS stake
-                  FROM unnest(p_accounts, p_stakes, v_candidate) AS x(account_id, stake, placed)
+                  FROM unnest(p_accounts, v_stake, v_candidate) AS x(account_id, stake, placed)
                   WHERE x.placed
                   GROUP BY x.account_id) s
             JOIN unnest(v_acc_id, v_acc_tid) AS l(account_id, tid)
@@ -501,7 +529,7 @@ BEGIN
             v_outcome[i] := 'placed';
             v_response[i] := jsonb_build_object(
                 'bet_id', v_bet_id[i], 'account_id', p_accounts[i], 'market_id', v_market[i],
-                'selection_id', p_selections[i], 'stake', p_stakes[i],
+                'selection_id', p_selections[i], 'stake', v_stake[i],
                 'odds', v_current_odds[i],
                 'placed_at', to_char(v_placed_at[i] AT TIME ZONE 'UTC',
                                      'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
@@ -543,6 +571,15 @@ BEGIN
             v_outcome[i] := 'replayed';
             v_response[i] := v_response[v_first[i]];
         END IF;
+    END LOOP;
+
+    -- An invalid item: what the engine needs to tell the client why, stored nowhere.
+    FOR i IN 1 .. n LOOP
+        CONTINUE WHEN NOT v_invalid[i];
+        v_outcome[i] := 'invalid';
+        v_response[i] := jsonb_build_object('outcome', 'invalid', 'stake', p_stakes[i],
+                                            'stake_digits', p_stake_digits,
+                                            'currency', v_currency[i]);
     END LOOP;
 
     -- (h) One row per item, in item order.

@@ -11,11 +11,21 @@ namespace fulltime::limits {
 
 // --- Money -------------------------------------------------------------------------------------
 
-/// Decimal places of every currency's minor unit ("10.00" is 1000 minor units).
-inline constexpr int money_decimals = 2;
+/// Most decimal places of a currency's minor unit the engine holds (ISO 4217's exponent: 0 for
+/// JPY, 2 for EUR, 3 for KWD; money::minor_digits). An amount whose currency is not known yet (a
+/// stake, parsed before its account is read) is parsed at this scale, in thousandths.
+inline constexpr int minor_digits_max = 3;
+/// Decimal places a market's limits (stake_min, stake_max, liability_limit) are written with. A
+/// market has no currency: its limits are minor units, compared with each bet's stake in the
+/// minor units of the bet's currency, and travel as if that currency had two decimals.
+inline constexpr int market_amount_digits = 2;
 /// Largest amount the engine accepts in one request, in minor units. Far below INT64_MAX so that
 /// sums of many amounts (balances, exposure) cannot overflow a bigint.
 inline constexpr std::int64_t amount_minor_max = 1'000'000'000'000'000;  // 10^15 minor units
+/// Largest amount in thousandths (an amount parsed before its currency is known):
+/// amount_minor_max of a currency without decimals. The currency's own bound is checked once
+/// it is known (money::thousandths_to_minor).
+inline constexpr std::int64_t amount_thousandths_max = amount_minor_max * 1000;
 /// Decimal places of odds; odds are fixed point in units of 1/10^odds_decimals.
 inline constexpr int odds_decimals = 4;
 /// Longest decimal string accepted for an amount or odds, digits and separator included.

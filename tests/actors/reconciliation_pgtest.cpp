@@ -321,7 +321,7 @@ TEST_CASE("no false drift while placements, deposits and settlements commit duri
                 case 1:
                     w.run("SELECT outcome FROM fulltime_place(" + a + ", 'b" + n + "', 'fp', " +
                           (i % 8 < 4 ? "11" : "12") + ", " + std::to_string(100 + rng() % 900) +
-                          ", 0, 'any', 1000, 0)");
+                          ", 2, 0, 'any', 1000, 0)");
                     break;
                 case 2:
                     // A deposit as the wallet makes it: transfer and balance in one transaction.

@@ -109,7 +109,7 @@ TEST_CASE("each outcome kind pays its hand-computed payout") {
     CHECK(e.bet_state("lost-2") == "lost 0");
     // A result suspends the market: a later bet is refused.
     CHECK(e.text("SELECT status FROM markets WHERE market_id = 2") == "suspended");
-    CHECK(e.text("SELECT (fulltime_place(1, 'late', 'fp', 21, 1000, 0, 'any', 1000, 0))"
+    CHECK(e.text("SELECT (fulltime_place(1, 'late', 'fp', 21, 1000, 2, 0, 'any', 1000, 0))"
                  ".response->>'code'") == "market_suspended");
     e.check_money_invariants();
 }
@@ -239,7 +239,7 @@ TEST_CASE("a market of 20000 bets settles while placements on other markets go o
     e.fund(1, accounts, 1000000);
     // 20,000 bets of 1.00 on market 1, placed with the placement's function, ten per account.
     e.exec("SELECT count(*) FROM (SELECT (fulltime_place((g % " + std::to_string(accounts) +
-           ") + 1, 'big-' || g, 'fp', CASE WHEN g % 3 = 0 THEN 11 ELSE 12 END, 100, 0, 'any', "
+           ") + 1, 'big-' || g, 'fp', CASE WHEN g % 3 = 0 THEN 11 ELSE 12 END, 100, 2, 0, 'any', "
            "1000, 0)).outcome FROM generate_series(0, " +
            std::to_string(bets - 1) + ") g) x");
     REQUIRE(e.scalar("SELECT count(*) FROM bets WHERE market_id = 1") == bets);
@@ -326,10 +326,10 @@ TEST_CASE("a market steps back to back in its slot, and hands the slot to a mark
     e.fund(1, 500, 1000000);
     e.exec(
         "SELECT count(*) FROM (SELECT (fulltime_place((g % 500) + 1, 'big-' || g, 'fp', 11, "
-        "100, 0, 'any', 1000, 0)).outcome FROM generate_series(0, " +
+        "100, 2, 0, 'any', 1000, 0)).outcome FROM generate_series(0, " +
         std::to_string(big - 1) + ") g) x");
     e.exec(
-        "SELECT count(*) FROM (SELECT (fulltime_place(g + 1, 'small-' || g, 'fp', 21, 100, 0, "
+        "SELECT count(*) FROM (SELECT (fulltime_place(g + 1, 'small-' || g, 'fp', 21, 100, 2, 0, "
         "'any', 1000, 0)).outcome FROM generate_series(0, 9) g) x");
     const std::string win_11 =
         R"({"outcomes":[{"selection_id":11,"win":true,"void_factor":0,"dead_heat_factor":10000}]})";
@@ -428,7 +428,7 @@ TEST_CASE("two instances settling one market apply each event once") {
     e.fund(1, 50, 100000);
     e.exec(
         "SELECT count(*) FROM (SELECT (fulltime_place((g % 50) + 1, 'k' || g, 'fp', CASE WHEN "
-        "g % 2 = 0 THEN 11 ELSE 12 END, 100, 0, 'any', 1000, 0)).outcome FROM "
+        "g % 2 = 0 THEN 11 ELSE 12 END, 100, 2, 0, 'any', 1000, 0)).outcome FROM "
         "generate_series(0, 999) g) x");
     const std::string home =
         R"({"outcomes":[{"selection_id":11,"win":true,"void_factor":0,"dead_heat_factor":10000}]})";

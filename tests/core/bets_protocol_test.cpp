@@ -38,7 +38,7 @@ TEST_CASE("a well-formed place message becomes a typed request on the token's ac
     CHECK(r->account_id == account);
     CHECK(r->idempotency_key == "k1");
     CHECK(r->selection_id == 1001);
-    CHECK(r->stake_minor == 1000);
+    CHECK(r->stake_thousandths == 10'000);
     CHECK(r->odds_units == 25000);
     CHECK(r->accept == bets::accept_policy::exact);
 
@@ -85,12 +85,12 @@ TEST_CASE("place refuses stakes that are zero negative over-precise or too large
         {"0", "greater than zero"},
         {"0.00", "greater than zero"},
         {"-1.00", "negative"},
-        {"10.001", "decimal places"},
+        {"10.0001", "decimal places"},
         {"1e3", "plain decimal digits"},
         {"", "empty"},
         {" 10", "plain decimal digits"},
         {"9223372036854775807", "too large"},
-        {"10000000000000.01", "too large"},
+        {"1000000000000000.001", "too large"},
     };
     for (auto [stake, expected] : cases) {
         auto m = place_message();
@@ -100,10 +100,14 @@ TEST_CASE("place refuses stakes that are zero negative over-precise or too large
         CHECK(msg.rfind("\"stake\": ", 0) == 0);
     }
     auto m = place_message();
-    m["stake"] = "10000000000000.00";  // limits::amount_minor_max
+    // The largest stake of a currency without decimals: the currency's own bound (and decimals)
+    // are the placement function's to check, once it has read the account.
+    m["stake"] = "1000000000000000";
     auto r = bets::parse_place(m, account);
     REQUIRE(r.has_value());
-    CHECK(r->stake_minor == fulltime::limits::amount_minor_max);
+    CHECK(r->stake_thousandths == fulltime::limits::amount_thousandths_max);
+    m["stake"] = "10.005";
+    CHECK(bets::parse_place(m, account)->stake_thousandths == 10'005);
 }
 
 TEST_CASE("place refuses odds below 1.01 or with more than four decimals") {
@@ -232,7 +236,7 @@ TEST_CASE("a bets reply carries next_before, null when there are no more bets") 
     bets::bet_line line;
     line.bet.bet_id = 77;
     line.bet.account_id = 42;
-    line.bet.stake_minor = 1000;
+    line.bet.stake_minor = 1000;  // a placed bet's stake is minor units
     line.bet.odds_units = 25000;
     line.currency = "EUR";
     page.lines.push_back(line);
@@ -265,7 +269,9 @@ TEST_CASE("the fingerprint is canonical over the parsed parameters") {
 
     std::set<std::string> seen{bets::fingerprint(a)};
     auto variant = a;
-    variant.stake_minor = 1001;
+    variant.stake_thousandths = 10'010;
+    CHECK(seen.insert(bets::fingerprint(variant)).second);
+    variant.stake_thousandths = 10'001;
     CHECK(seen.insert(bets::fingerprint(variant)).second);
     variant = a;
     variant.odds_units = 25001;
@@ -312,6 +318,13 @@ TEST_CASE("stored placement results render as placed and rejected replies") {
         R"({"outcome":"rejected","code":"stake_limit","stake_min":10,"stake_max":100000000})");
     REQUIRE(limit.has_value());
     CHECK(limit->message == "the stake must be between 0.10 and 1000000.00");
+    // Since currencies have their own decimals the refusal names the bet's currency.
+    auto yen_limit = bets::read_place_outcome(
+        "rejected",
+        R"({"outcome":"rejected","code":"stake_limit","stake_min":10,"stake_max":100000000,)"
+        R"("currency":"JPY"})");
+    REQUIRE(yen_limit.has_value());
+    CHECK(yen_limit->message == "the stake must be between 10 and 100000000");
 
     auto suspended = bets::read_place_outcome(
         "rejected",
@@ -332,6 +345,48 @@ TEST_CASE("stored placement results render as placed and rejected replies") {
         CHECK(r->code == code);
         CHECK_FALSE(r->message.empty());
     }
+}
+
+TEST_CASE("placed replies use the currency's decimals") {
+    const auto placed = [](std::int64_t stake, std::int64_t available, const char* currency) {
+        const json stored{{"outcome", "placed"},    {"bet_id", 7},
+                          {"account_id", 42},       {"market_id", 3},
+                          {"selection_id", 1001},   {"stake", stake},
+                          {"odds", 25000},          {"placed_at", "2026-11-30T10:00:00.000000Z"},
+                          {"available", available}, {"reserved", stake},
+                          {"currency", currency}};
+        return bets::render_place_result("c",
+                                         bets::read_place_outcome("placed", stored.dump()).value());
+    };
+    const auto yen = placed(100, 900, "JPY");
+    CHECK(yen["bet"]["stake"] == "100");
+    CHECK(yen["balance"] == json{{"available", "900"}, {"reserved", "100"}});
+    const auto dinar = placed(10500, 500, "KWD");
+    CHECK(dinar["bet"]["stake"] == "10.500");
+    CHECK(dinar["balance"] == json{{"available", "0.500"}, {"reserved", "10.500"}});
+}
+
+TEST_CASE("a stake with more decimals than its currency is invalid_request, not a refusal") {
+    auto r = bets::read_place_outcome(
+        "invalid", R"({"outcome":"invalid","stake":10500,"stake_digits":3,"currency":"JPY"})");
+    REQUIRE(r.has_value());
+    CHECK(r->kind == bets::place_result::status::invalid);
+    CHECK_FALSE(r->stored);
+    CHECK(bets::render_place_result("c9", *r) ==
+          json{{"type", "error"},
+               {"id", "c9"},
+               {"code", "invalid_request"},
+               {"message", "\"stake\": too many decimal places for JPY (0)"}});
+    auto big = bets::read_place_outcome(
+        "invalid",
+        R"({"outcome":"invalid","stake":10000000000000010,"stake_digits":3,"currency":"EUR"})");
+    REQUIRE(big.has_value());
+    CHECK(big->message == "\"stake\": the number is too large");
+    // A stake the currency allows was not the function's to refuse: the shape is wrong.
+    CHECK_FALSE(bets::read_place_outcome("invalid",
+                                         R"({"outcome":"invalid","stake":10000,"currency":"JPY"})")
+                    .has_value());
+    CHECK_FALSE(bets::read_place_outcome("invalid", R"({"outcome":"invalid"})").has_value());
 }
 
 TEST_CASE("a stored result of an unknown shape is an error not a reply") {

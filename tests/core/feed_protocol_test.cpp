@@ -303,19 +303,27 @@ TEST_CASE("account creation bodies need an id and a currency code") {
     CHECK(bad(R"({"account_id":1,"currency":"EURO"})") == "currency: is longer than 3 bytes");
     CHECK(bad(R"({"account_id":1,"currency":"EUR","balance":"5"})") == "unknown field \"balance\"");
     CHECK(bad("[1]") == "body must be a JSON object");
+    // ISO 4217 gives these four decimals: more than an amount's thousandths can carry.
+    CHECK(bad(R"({"account_id":1,"currency":"CLF"})") ==
+          "currency: has 4 decimal places in ISO 4217; the engine holds at most 3");
+    CHECK(feed::parse_account_request(json::parse(R"({"account_id":1,"currency":"JPY"})"))
+              .has_value());
 }
 
 TEST_CASE("deposit and withdrawal bodies need a positive amount and a key") {
     const auto ok = feed::parse_transfer_request(json::parse(R"({"amount":"100.00","key":"k1"})"));
     REQUIRE(ok.has_value());
-    CHECK(ok->amount_minor == 10000);
+    // Thousandths until the route knows the account's currency.
+    CHECK(ok->amount_thousandths == 100'000);
+    CHECK(feed::parse_transfer_request(json::parse(R"({"amount":"10.500","key":"k1"})"))
+              ->amount_thousandths == 10'500);
     CHECK(ok->key == "k1");
     const auto bad = [](const json& body) { return refusal(feed::parse_transfer_request(body)); };
     CHECK(bad(json{{"key", "k"}}) == "amount: is required");
     CHECK(contains(bad(json{{"amount", "0"}, {"key", "k"}}), "amount: "));
     CHECK(contains(bad(json{{"amount", "0.00"}, {"key", "k"}}), "amount: "));
     CHECK(contains(bad(json{{"amount", "-1.00"}, {"key", "k"}}), "amount: "));
-    CHECK(contains(bad(json{{"amount", "1.005"}, {"key", "k"}}), "amount: "));
+    CHECK(contains(bad(json{{"amount", "1.0005"}, {"key", "k"}}), "amount: "));
     CHECK(contains(bad(json{{"amount", "92233720368547758.08"}, {"key", "k"}}), "amount: "));
     CHECK(contains(bad(json{{"amount", "1e3"}, {"key", "k"}}), "amount: "));
     CHECK(bad(json{{"amount", 100}, {"key", "k"}}) ==

@@ -42,7 +42,7 @@ constexpr std::int64_t int64_min = std::numeric_limits<std::int64_t>::min();
 
 }  // namespace
 
-// --- parse_amount ------------------------------------------------------------------------------
+// --- parse_amount (these at two decimals, EUR's; other exponents below) ------------------------
 
 TEST_CASE("money: parse_amount accepts plain decimals with up to two places") {
     struct row {
@@ -69,31 +69,31 @@ TEST_CASE("money: parse_amount accepts plain decimals with up to two places") {
     };
     for (const auto& r : rows) {
         CAPTURE(r.text);
-        const auto p = money::parse_amount(r.text);
+        const auto p = money::parse_amount(r.text, 2);
         REQUIRE(p.has_value());
         CHECK(*p == r.minor);
     }
 }
 
 TEST_CASE("money: parse_amount accepts exactly the bound and refuses one minor unit more") {
-    const std::string max_text = money::format_amount(limits::amount_minor_max);
+    const std::string max_text = money::format_amount(limits::amount_minor_max, 2);
     CAPTURE(max_text);
-    const auto at_max = money::parse_amount(max_text);
+    const auto at_max = money::parse_amount(max_text, 2);
     REQUIRE(at_max.has_value());
     CHECK(*at_max == limits::amount_minor_max);
 
-    const std::string above = money::format_amount(limits::amount_minor_max + 1);
-    CHECK(error_of(money::parse_amount(above)) == parse_error::overflow);
+    const std::string above = money::format_amount(limits::amount_minor_max + 1, 2);
+    CHECK(error_of(money::parse_amount(above, 2)) == parse_error::overflow);
 
     // The bound without decimals, and with leading zeros that still fit the length bound.
     const std::string whole = max_text.substr(0, max_text.find('.'));
-    CHECK(*money::parse_amount(whole) == limits::amount_minor_max);
-    CHECK(*money::parse_amount("000" + max_text) == limits::amount_minor_max);
+    CHECK(*money::parse_amount(whole, 2) == limits::amount_minor_max);
+    CHECK(*money::parse_amount("000" + max_text, 2) == limits::amount_minor_max);
 }
 
 TEST_CASE("money: parse_amount refuses the empty string") {
-    CHECK(error_of(money::parse_amount("")) == parse_error::empty);
-    CHECK(error_of(money::parse_positive_amount("")) == parse_error::empty);
+    CHECK(error_of(money::parse_amount("", 2)) == parse_error::empty);
+    CHECK(error_of(money::parse_positive_amount("", 2)) == parse_error::empty);
     CHECK(error_of(money::parse_odds("")) == parse_error::empty);
 }
 
@@ -107,24 +107,24 @@ TEST_CASE("money: parse_amount refuses anything but digits, one dot and digits")
     };
     for (auto text : bad) {
         CAPTURE(text);
-        CHECK(error_of(money::parse_amount(text)) == parse_error::malformed);
+        CHECK(error_of(money::parse_amount(text, 2)) == parse_error::malformed);
         CHECK(error_of(money::parse_odds(text)) == parse_error::malformed);
     }
     // An embedded NUL is a character like any other: refused, not a terminator.
-    CHECK(error_of(money::parse_amount(std::string_view("1\0", 2))) == parse_error::malformed);
-    CHECK(error_of(money::parse_amount(std::string_view("\0", 1))) == parse_error::malformed);
+    CHECK(error_of(money::parse_amount(std::string_view("1\0", 2), 2)) == parse_error::malformed);
+    CHECK(error_of(money::parse_amount(std::string_view("\0", 1), 2)) == parse_error::malformed);
 }
 
 TEST_CASE("money: parse_amount refuses a sign before a well-formed number as negative") {
     const std::string_view neg[] = {"-1", "-0", "-0.00", "-10.50", "-0.01", "-007.5"};
     for (auto text : neg) {
         CAPTURE(text);
-        CHECK(error_of(money::parse_amount(text)) == parse_error::negative);
-        CHECK(error_of(money::parse_positive_amount(text)) == parse_error::negative);
+        CHECK(error_of(money::parse_amount(text, 2)) == parse_error::negative);
+        CHECK(error_of(money::parse_positive_amount(text, 2)) == parse_error::negative);
     }
     // The sign is reported before the other faults of a well-formed number.
-    CHECK(error_of(money::parse_amount("-1.505")) == parse_error::negative);
-    CHECK(error_of(money::parse_amount("-92233720368547758.08")) == parse_error::negative);
+    CHECK(error_of(money::parse_amount("-1.505", 2)) == parse_error::negative);
+    CHECK(error_of(money::parse_amount("-92233720368547758.08", 2)) == parse_error::negative);
 }
 
 TEST_CASE("money: parse_amount refuses more than two decimals, trailing zeros included") {
@@ -132,11 +132,11 @@ TEST_CASE("money: parse_amount refuses more than two decimals, trailing zeros in
         "10.505", "10.500", "0.001", "0.000", "1.0000", "1.999", "0.0000000000000000000000000001"};
     for (auto text : bad) {
         CAPTURE(text);
-        CHECK(error_of(money::parse_amount(text)) == parse_error::too_many_decimals);
-        CHECK(error_of(money::parse_positive_amount(text)) == parse_error::too_many_decimals);
+        CHECK(error_of(money::parse_amount(text, 2)) == parse_error::too_many_decimals);
+        CHECK(error_of(money::parse_positive_amount(text, 2)) == parse_error::too_many_decimals);
     }
     // Decimals are judged before the range: the client learns the rule it broke first.
-    CHECK(error_of(money::parse_amount("99999999999999999999.999")) ==
+    CHECK(error_of(money::parse_amount("99999999999999999999.999", 2)) ==
           parse_error::too_many_decimals);
 }
 
@@ -151,15 +151,16 @@ TEST_CASE("money: parse_amount refuses amounts that would overflow, without over
     };
     for (auto text : big) {
         CAPTURE(text);
-        CHECK(error_of(money::parse_amount(text)) == parse_error::overflow);
-        CHECK(error_of(money::parse_positive_amount(text)) == parse_error::overflow);
+        CHECK(error_of(money::parse_amount(text, 2)) == parse_error::overflow);
+        CHECK(error_of(money::parse_positive_amount(text, 2)) == parse_error::overflow);
     }
     // Huge digit strings: at the length bound, just beyond it, and far beyond it.
     for (std::size_t n : {limits::decimal_chars_max, limits::decimal_chars_max + 1,
                           std::size_t{1000}, std::size_t{100'000}}) {
         CAPTURE(n);
-        CHECK(error_of(money::parse_amount(std::string(n, '9'))) == parse_error::overflow);
-        CHECK(error_of(money::parse_amount(std::string(n, '9') + ".99")) == parse_error::overflow);
+        CHECK(error_of(money::parse_amount(std::string(n, '9'), 2)) == parse_error::overflow);
+        CHECK(error_of(money::parse_amount(std::string(n, '9') + ".99", 2)) ==
+              parse_error::overflow);
         CHECK(error_of(money::parse_odds(std::string(n, '9'))) == parse_error::overflow);
     }
 }
@@ -169,10 +170,10 @@ TEST_CASE("money: parse_amount refuses well-formed text longer than the length b
     // the work per field is bounded. Exactly at the bound it is still read.
     const std::string at_bound = std::string(limits::decimal_chars_max - 4, '0') + "1.50";
     REQUIRE(at_bound.size() == limits::decimal_chars_max);
-    CHECK(*money::parse_amount(at_bound) == 150);
+    CHECK(*money::parse_amount(at_bound, 2) == 150);
     const std::string over = "0" + at_bound;
-    CHECK(error_of(money::parse_amount(over)) == parse_error::overflow);
-    CHECK(error_of(money::parse_amount(std::string(limits::decimal_chars_max + 1, '0'))) ==
+    CHECK(error_of(money::parse_amount(over, 2)) == parse_error::overflow);
+    CHECK(error_of(money::parse_amount(std::string(limits::decimal_chars_max + 1, '0'), 2)) ==
           parse_error::overflow);
 }
 
@@ -181,17 +182,17 @@ TEST_CASE("money: parse_amount refuses well-formed text longer than the length b
 TEST_CASE("money: parse_positive_amount refuses zero in every spelling") {
     for (std::string_view text : {"0", "0.0", "0.00", "000", "000.00"}) {
         CAPTURE(text);
-        CHECK(error_of(money::parse_positive_amount(text)) == parse_error::zero);
-        CHECK(*money::parse_amount(text) == 0);
+        CHECK(error_of(money::parse_positive_amount(text, 2)) == parse_error::zero);
+        CHECK(*money::parse_amount(text, 2) == 0);
     }
 }
 
 TEST_CASE("money: parse_positive_amount accepts the smallest and the largest stake") {
-    CHECK(*money::parse_positive_amount("0.01") == 1);
-    CHECK(*money::parse_positive_amount("10.00") == 1000);
-    CHECK(*money::parse_positive_amount(money::format_amount(limits::amount_minor_max)) ==
+    CHECK(*money::parse_positive_amount("0.01", 2) == 1);
+    CHECK(*money::parse_positive_amount("10.00", 2) == 1000);
+    CHECK(*money::parse_positive_amount(money::format_amount(limits::amount_minor_max, 2), 2) ==
           limits::amount_minor_max);
-    CHECK(error_of(money::parse_positive_amount("1.")) == parse_error::malformed);
+    CHECK(error_of(money::parse_positive_amount("1.", 2)) == parse_error::malformed);
 }
 
 // --- parse_odds --------------------------------------------------------------------------------
@@ -265,7 +266,7 @@ TEST_CASE("money: format_amount always writes two decimals, sign included") {
     };
     for (const auto& r : rows) {
         CAPTURE(r.minor);
-        CHECK(money::format_amount(r.minor) == r.text);
+        CHECK(money::format_amount(r.minor, 2) == r.text);
     }
 }
 
@@ -305,8 +306,8 @@ TEST_CASE("money: format_odds keeps two decimals and strips zeros beyond them") 
 
 TEST_CASE("money: every small amount survives format then parse") {
     for (std::int64_t v = 0; v <= 200'000; ++v) {
-        const std::string text = money::format_amount(v);
-        const auto back = money::parse_amount(text);
+        const std::string text = money::format_amount(v, 2);
+        const auto back = money::parse_amount(text, 2);
         if (!back || *back != v) {
             CAPTURE(v);
             CAPTURE(text);
@@ -314,7 +315,7 @@ TEST_CASE("money: every small amount survives format then parse") {
         }
         if (v > 0) {
             // A negative amount is the positive one with a sign.
-            if (money::format_amount(-v) != "-" + text) {
+            if (money::format_amount(-v, 2) != "-" + text) {
                 CAPTURE(v);
                 FAIL("negative formatting differs from the positive one");
             }
@@ -326,8 +327,8 @@ TEST_CASE("money: random amounts across the whole range survive format then pars
     std::uint64_t state = 42;
     for (int i = 0; i < 200'000; ++i) {
         const std::int64_t v = random_up_to(state, limits::amount_minor_max);
-        const std::string text = money::format_amount(v);
-        const auto back = money::parse_positive_amount(text);
+        const std::string text = money::format_amount(v, 2);
+        const auto back = money::parse_positive_amount(text, 2);
         if (text.size() > limits::decimal_chars_max || (v > 0 && (!back || *back != v))) {
             CAPTURE(v);
             CAPTURE(text);
@@ -336,7 +337,7 @@ TEST_CASE("money: random amounts across the whole range survive format then pars
     }
     for (std::int64_t v :
          {std::int64_t{1}, limits::amount_minor_max - 1, limits::amount_minor_max}) {
-        CHECK(*money::parse_amount(money::format_amount(v)) == v);
+        CHECK(*money::parse_amount(money::format_amount(v, 2), 2) == v);
     }
 }
 
@@ -345,7 +346,7 @@ TEST_CASE("money: random amounts above the range format but never parse") {
     for (int i = 0; i < 50'000; ++i) {
         const std::int64_t v = limits::amount_minor_max + 1 +
                                random_up_to(state, int64_max - limits::amount_minor_max - 1);
-        const auto back = money::parse_amount(money::format_amount(v));
+        const auto back = money::parse_amount(money::format_amount(v, 2), 2);
         if (back || back.error() != parse_error::overflow) {
             CAPTURE(v);
             FAIL("an amount above the bound was not refused as overflow");
@@ -364,9 +365,9 @@ TEST_CASE("money: text with one or two decimals parses to the value it spells") 
         const std::int64_t d2 = random_up_to(state, 9);
         const std::string w = std::to_string(whole);
         const bool ok =
-            *money::parse_amount(w) == whole * 100 &&
-            *money::parse_amount(w + "." + std::to_string(d1)) == whole * 100 + d1 * 10 &&
-            *money::parse_amount(w + "." + std::to_string(d1) + std::to_string(d2)) ==
+            *money::parse_amount(w, 2) == whole * 100 &&
+            *money::parse_amount(w + "." + std::to_string(d1), 2) == whole * 100 + d1 * 10 &&
+            *money::parse_amount(w + "." + std::to_string(d1) + std::to_string(d2), 2) ==
                 whole * 100 + d1 * 10 + d2;
         if (!ok) {
             CAPTURE(whole);
@@ -430,11 +431,153 @@ TEST_CASE("money: describe gives a distinct client-fit sentence for every error"
 }
 
 TEST_CASE("money: value() on a refused parse throws invalid_argument with the description") {
-    const auto r = money::parse_positive_amount("0");
+    const auto r = money::parse_positive_amount("0", 2);
     CHECK_THROWS_AS(r.value(), std::invalid_argument);
     try {
         (void)r.value();
     } catch (const std::invalid_argument& e) {
         CHECK(std::string_view(e.what()) == money::describe(parse_error::zero));
     }
+}
+
+// --- Currencies and their minor units ----------------------------------------------------------
+
+TEST_CASE("money: minor_digits follows ISO 4217") {
+    for (std::string_view c : {"BIF", "CLP", "DJF", "GNF", "ISK", "JPY", "KMF", "KRW", "PYG", "RWF",
+                               "UGX", "UYI", "VND", "VUV", "XAF", "XOF", "XPF"}) {
+        CAPTURE(c);
+        CHECK(money::minor_digits(c) == 0);
+        CHECK(money::supported_currency(c));
+    }
+    for (std::string_view c : {"BHD", "IQD", "JOD", "KWD", "LYD", "OMR", "TND"}) {
+        CAPTURE(c);
+        CHECK(money::minor_digits(c) == 3);
+        CHECK(money::supported_currency(c));
+    }
+    for (std::string_view c : {"EUR", "USD", "GBP", "CHF", "MRU", "ABC"}) {
+        CAPTURE(c);
+        CHECK(money::minor_digits(c) == 2);
+        CHECK(money::supported_currency(c));
+    }
+    // Four decimals: more than a stake's thousandths can carry.
+    for (std::string_view c : {"CLF", "UYW"}) {
+        CAPTURE(c);
+        CHECK(money::minor_digits(c) == 4);
+        CHECK_FALSE(money::supported_currency(c));
+    }
+}
+
+TEST_CASE("money: format_amount writes exactly the currency's decimals") {
+    CHECK(money::format_amount(1000, "JPY") == "1000");
+    CHECK(money::format_amount(0, "JPY") == "0");
+    CHECK(money::format_amount(-250, "JPY") == "-250");
+    CHECK(money::format_amount(10500, "KWD") == "10.500");
+    CHECK(money::format_amount(26250, "KWD") == "26.250");
+    CHECK(money::format_amount(5, "KWD") == "0.005");
+    CHECK(money::format_amount(-5, "KWD") == "-0.005");
+    CHECK(money::format_amount(1050, "EUR") == "10.50");
+    CHECK(money::format_amount(1050, 2) == "10.50");
+    CHECK(money::format_amount(int64_max, 0) == "9223372036854775807");
+    CHECK(money::format_amount(int64_min, 0) == "-9223372036854775808");
+    CHECK(money::format_amount(int64_min, 3) == "-9223372036854775.808");
+}
+
+TEST_CASE("money: parse_amount parses with the currency's decimals") {
+    CHECK(*money::parse_amount("1000", 0) == 1000);
+    CHECK(error_of(money::parse_amount("10.5", 0)) == parse_error::too_many_decimals);
+    CHECK(error_of(money::parse_amount("10.0", 0)) == parse_error::too_many_decimals);
+    CHECK(*money::parse_amount("10.500", 3) == 10500);
+    CHECK(*money::parse_amount("10.5", 3) == 10500);
+    CHECK(*money::parse_amount("10", 3) == 10000);
+    CHECK(error_of(money::parse_amount("1.0005", 3)) == parse_error::too_many_decimals);
+    CHECK(error_of(money::parse_amount("1.005", 2)) == parse_error::too_many_decimals);
+    // The bound is in minor units, whatever the currency.
+    CHECK(*money::parse_amount("1000000000000000", 0) == limits::amount_minor_max);
+    CHECK(error_of(money::parse_amount("1000000000000001", 0)) == parse_error::overflow);
+    CHECK(*money::parse_amount("1000000000000.000", 3) == limits::amount_minor_max);
+    CHECK(error_of(money::parse_amount("1000000000000.001", 3)) == parse_error::overflow);
+    CHECK(error_of(money::parse_positive_amount("0", 0)) == parse_error::zero);
+    CHECK(error_of(money::parse_positive_amount("0.000", 3)) == parse_error::zero);
+}
+
+TEST_CASE("money: amounts of every exponent survive format then parse") {
+    std::uint64_t state = 99;
+    for (int digits : {0, 2, 3}) {
+        for (int i = 0; i < 50'000; ++i) {
+            const std::int64_t v = random_up_to(state, limits::amount_minor_max);
+            const std::string text = money::format_amount(v, digits);
+            const auto back = money::parse_amount(text, digits);
+            if (!back || *back != v) {
+                CAPTURE(digits);
+                CAPTURE(v);
+                CAPTURE(text);
+                FAIL("round trip failed");
+            }
+        }
+    }
+}
+
+TEST_CASE("money: a stake parses to thousandths before its currency is known") {
+    CHECK(*money::parse_positive_thousandths("1000") == 1'000'000);
+    CHECK(*money::parse_positive_thousandths("10.5") == 10'500);
+    CHECK(*money::parse_positive_thousandths("10.50") == 10'500);
+    CHECK(*money::parse_positive_thousandths("10.500") == 10'500);
+    CHECK(*money::parse_positive_thousandths("0.001") == 1);
+    CHECK(error_of(money::parse_positive_thousandths("1.0005")) == parse_error::too_many_decimals);
+    CHECK(error_of(money::parse_positive_thousandths("0")) == parse_error::zero);
+    CHECK(error_of(money::parse_positive_thousandths("-1")) == parse_error::negative);
+    CHECK(error_of(money::parse_positive_thousandths("1e3")) == parse_error::malformed);
+    // The largest stake of a currency without decimals, and not one more.
+    CHECK(*money::parse_positive_thousandths("1000000000000000") == limits::amount_thousandths_max);
+    CHECK(error_of(money::parse_positive_thousandths("1000000000000000.001")) ==
+          parse_error::overflow);
+}
+
+TEST_CASE("money: thousandths_to_minor refuses decimals the currency lacks and its bound") {
+    // "1000" JPY, "10.500" KWD, "10.50" EUR.
+    CHECK(*money::thousandths_to_minor(1'000'000, 0) == 1000);
+    CHECK(*money::thousandths_to_minor(10'500, 3) == 10'500);
+    CHECK(*money::thousandths_to_minor(10'500, 2) == 1050);
+    // "10.5" JPY and "1.005" EUR.
+    CHECK(error_of(money::thousandths_to_minor(10'500, 0)) == parse_error::too_many_decimals);
+    CHECK(error_of(money::thousandths_to_minor(1'005, 2)) == parse_error::too_many_decimals);
+    // 10^15 minor units is the bound of every currency.
+    CHECK(*money::thousandths_to_minor(limits::amount_thousandths_max, 0) ==
+          limits::amount_minor_max);
+    CHECK(error_of(money::thousandths_to_minor(limits::amount_thousandths_max, 2)) ==
+          parse_error::overflow);
+    CHECK(*money::thousandths_to_minor(limits::amount_minor_max * 10, 2) ==
+          limits::amount_minor_max);
+    CHECK(error_of(money::thousandths_to_minor(limits::amount_minor_max + 1, 3)) ==
+          parse_error::overflow);
+    // Trailing zeros are not decimals the currency lacks: "1000.000" JPY is 1000.
+    CHECK(*money::thousandths_to_minor(*money::parse_positive_thousandths("1000.000"), 0) == 1000);
+    // Every parsed stake converts as parsing its text without trailing zeros with the
+    // currency's decimals would.
+    std::uint64_t state = 5;
+    for (int digits : {0, 2, 3}) {
+        for (int i = 0; i < 20'000; ++i) {
+            const std::int64_t v = 1 + random_up_to(state, 100'000'000);
+            std::string text = money::format_amount(v, 3);
+            const auto significant = text.find_last_not_of('0');
+            text.erase(text[significant] == '.' ? significant : significant + 1);
+            const auto direct = money::parse_positive_amount(text, digits);
+            const auto via =
+                money::thousandths_to_minor(*money::parse_positive_thousandths(text), digits);
+            if (direct.has_value() != via.has_value() || (direct && *direct != *via) ||
+                (!direct && direct.error() != via.error())) {
+                CAPTURE(digits);
+                CAPTURE(text);
+                FAIL("thousandths_to_minor differs from parsing with the currency's decimals");
+            }
+        }
+    }
+}
+
+TEST_CASE("money: describe names the currency's decimals") {
+    CHECK(money::describe(parse_error::too_many_decimals, "JPY") ==
+          "too many decimal places for JPY (0)");
+    CHECK(money::describe(parse_error::too_many_decimals, "KWD") ==
+          "too many decimal places for KWD (3)");
+    CHECK(money::describe(parse_error::overflow, "JPY") == money::describe(parse_error::overflow));
 }

@@ -342,6 +342,38 @@ awaitable<void> pre_baseline_refused(std::string url) {
     CHECK_FALSE(*migrated);
 }
 
+awaitable<void> minor_units_refused(std::string url) {
+    auto conn = co_await open_connection(url);
+    // The schema as the release before 0007 left it (with today's function files).
+    const auto all = resources::migrations();
+    std::vector<migration_source> before;
+    for (const auto& m : all) {
+        if (m.kind == source_kind::function || m.name < std::string_view{"0007"}) {
+            before.push_back(m);
+        }
+    }
+    auto earlier = co_await db::migrate(*conn, before);
+    FT_REQUIRE_OK(earlier);
+    // Accounts whose amounts that release stored as hundredths: 0007 refuses to reinterpret
+    // them, and nothing of it is applied.
+    FT_AWAIT_OK(co_await conn->execute_script(
+        "INSERT INTO accounts (account_id, currency) VALUES (1, 'EUR'), (2, 'KWD'), (3, 'JPY'), "
+        "(4, 'JPY')"));
+    auto refused = co_await db::migrate(*conn, all);
+    REQUIRE_FALSE(refused.has_value());
+    const auto message = describe_outcome(refused);
+    CAPTURE(message);
+    CHECK(message.find("accounts hold JPY, KWD amounts stored as hundredths") != std::string::npos);
+    const auto recorded = co_await scalar(
+        *conn, "SELECT count(*) FROM fulltime_schema_migrations WHERE name LIKE '0007%'");
+    CHECK(recorded == 0);
+    // Without them the release applies.
+    FT_AWAIT_OK(co_await conn->execute_script("DELETE FROM accounts WHERE currency <> 'EUR'"));
+    auto applied = co_await db::migrate(*conn, all);
+    FT_REQUIRE_OK(applied);
+    CHECK(applied->applied == std::vector<std::string>{"0007_currency_minor_units.sql"});
+}
+
 awaitable<void> engine_schema(std::string url) {
     auto conn = co_await open_connection(url);
     const auto sources = resources::migrations();
@@ -392,6 +424,12 @@ awaitable<void> engine_schema(std::string url) {
 }
 
 }  // namespace
+
+TEST_CASE("migrations: 0007 refuses accounts whose currency has no two decimals") {
+    scratch_database db;
+    asio::io_context ioc;
+    run(ioc, minor_units_refused(db.url()));
+}
 
 TEST_CASE("migrations: applied in name order once and a second run is a no-op") {
     scratch_database db;

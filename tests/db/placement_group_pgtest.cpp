@@ -12,6 +12,7 @@
 #include "fulltime/core/bets_protocol.hpp"
 #include "fulltime/db/placement_statements.hpp"
 #include "fulltime/db/pool.hpp"
+#include "fulltime/limits.hpp"
 #include "support/engine_fixture.hpp"
 
 #include <boost/asio/io_context.hpp>
@@ -89,10 +90,11 @@ awaitable<db::outcome<db::result>> call_sql(db::connection& conn, std::string fu
                                             int shard_hint) {
     co_return co_await conn.query(
         "SELECT item, outcome, response::text FROM " + function +
-            "($1::bigint[], $2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::bigint[], "
-            "$7::text[], $8::integer, $9::integer)",
-        db::params(p.accounts, p.keys, p.fingerprints, p.selections, p.stakes, p.odds, p.accepts,
-                   lock_timeout_ms, shard_hint),
+            "($1::bigint[], $2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::integer, "
+            "$7::bigint[], $8::text[], $9::integer, $10::integer)",
+        db::params(p.accounts, p.keys, p.fingerprints, p.selections, p.stakes,
+                   fulltime::limits::minor_digits_max, p.odds, p.accepts, lock_timeout_ms,
+                   shard_hint),
         30s);
 }
 
@@ -267,9 +269,18 @@ void open_accounts(const engine& e, std::int64_t first, const std::vector<std::i
         "'available', a, amount FROM seed WHERE amount > 0; COMMIT;");
 }
 
+/// A bet of `stake` minor units of EUR (the accounts' currency here), sent as thousandths.
 bets::place_request bet(std::int64_t account, std::string key, std::int64_t selection,
                         std::int64_t stake, std::int64_t odds, accept policy = accept::any) {
-    return bets::place_request{account, std::move(key), selection, stake, odds, policy};
+    return bets::place_request{account, std::move(key), selection, stake * 10, odds, policy};
+}
+
+/// A bet of account 2 on selection 3001 at 1.50 whose stake, in thousandths, need not be whole
+/// minor units of EUR.
+bets::place_request thousandths_bet(std::string key, std::int64_t thousandths) {
+    auto b = bet(2, std::move(key), 3001, 0, 15000);
+    b.stake_thousandths = thousandths;
+    return b;
 }
 
 /// A fresh database with the engine's schema (and so fulltime_place_group) and the reference.
@@ -316,6 +327,8 @@ std::vector<bets::place_request> mixed_group() {
         bet(3, "L4", 1002, 4000, 30000),                  // 20 liability_limit (both shards)
         bet(2, "L5", 1002, 1250, 30000),                  // 21 falls back, then no funds
         bet(2, "L6", 1001, 500, 20000),                   // 22 placed, shard 0: 8500
+        thousandths_bet("d1", 1005),                      // 23 invalid: 1.005 EUR
+        bet(2, "d1", 3001, 5, 15000),                     // 24 stake_limit: 23 took no key
     };
 }
 
@@ -349,7 +362,7 @@ TEST_CASE("placement group: a mixed group gives each item its own outcome and wr
         CHECK(p["account_id"] == r.account_id);
         CHECK(p["market_id"] == market);
         CHECK(p["selection_id"] == r.selection_id);
-        CHECK(p["stake"] == r.stake_minor);
+        CHECK(p["stake"] == r.stake_thousandths / 10);
         CHECK(p["odds"] == odds);
         CHECK(p["currency"] == "EUR");
         CHECK(p["available"] == available);
@@ -364,8 +377,8 @@ TEST_CASE("placement group: a mixed group gives each item its own outcome and wr
                      "idempotency_key) FROM bets WHERE bet_id = " +
                      std::to_string(bet_id)) ==
               std::to_string(r.account_id) + " " + std::to_string(market) + " " +
-                  std::to_string(r.selection_id) + " " + std::to_string(r.stake_minor) + " " +
-                  std::to_string(odds) + " " + r.idempotency_key);
+                  std::to_string(r.selection_id) + " " + std::to_string(r.stake_thousandths / 10) +
+                  " " + std::to_string(odds) + " " + r.idempotency_key);
         return bet_id;
     };
 
@@ -388,8 +401,8 @@ TEST_CASE("placement group: a mixed group gives each item its own outcome and wr
     CHECK(a[8].response == json{{"code", "idempotency_key_reused"}});
     refused(10, "unknown_selection", {{"selection_id", 9999}});
     refused(11, "market_suspended", {{"market_id", 200}, {"market_status", "suspended"}});
-    refused(12, "stake_limit", {{"stake_min", 10}, {"stake_max", 5000}});
-    refused(13, "stake_limit", {{"stake_min", 10}, {"stake_max", 5000}});
+    refused(12, "stake_limit", {{"stake_min", 10}, {"stake_max", 5000}, {"currency", "EUR"}});
+    refused(13, "stake_limit", {{"stake_min", 10}, {"stake_max", 5000}, {"currency", "EUR"}});
     refused(14, "odds_changed", {{"odds", 15000}});
     refused(15, "odds_changed", {{"odds", 15000}});
     refused(16, "insufficient_funds", {{"account_missing", true}});
@@ -401,6 +414,13 @@ TEST_CASE("placement group: a mixed group gives each item its own outcome and wr
     refused(20, "liability_limit");
     refused(21, "insufficient_funds");
     const auto b22 = placed(22, 500, 500, 100, 20000);
+    // More decimals than the currency: nothing stored, so the next item with its key claims it.
+    CHECK(a[22].outcome == "invalid");
+    CHECK(a[22].response ==
+          json{{"outcome", "invalid"}, {"stake", 1005}, {"stake_digits", 3}, {"currency", "EUR"}});
+    refused(24, "stake_limit", {{"stake_min", 10}, {"stake_max", 5000}, {"currency", "EUR"}});
+    CHECK(e.text("SELECT fingerprint FROM idempotency_keys WHERE account_id = 2 AND "
+                 "idempotency_key = 'd1'") == bets::fingerprint(group[23]));
 
     // Bet ids ascend with arrival.
     const std::vector<std::int64_t> ids{b1, b2, b4, b7, b17, b18, b22};
@@ -463,6 +483,9 @@ TEST_CASE("placement group: a mixed group gives each item its own outcome and wr
     std::set<std::string> seen;
     for (std::size_t i = 0; i < group.size(); ++i) {
         const auto& r = group[i];
+        if (a[i].outcome == "invalid") {
+            continue;  // stored nowhere
+        }
         const auto where =
             " FROM idempotency_keys WHERE account_id = " + std::to_string(r.account_id) +
             " AND idempotency_key = '" + r.idempotency_key + "'";
@@ -478,7 +501,7 @@ TEST_CASE("placement group: a mixed group gives each item its own outcome and wr
                   (a[i].outcome == "placed" ? a[i].response["bet_id"].dump() : ""));
         }
     }
-    CHECK(e.scalar("SELECT count(*) FROM idempotency_keys") == 19);
+    CHECK(e.scalar("SELECT count(*) FROM idempotency_keys") == 20);
     check_invariants(e);
 
     // The same two groups, one item after the other, through the reference: the same answers
@@ -493,8 +516,8 @@ TEST_CASE("placement group: a mixed group gives each item its own outcome and wr
     const auto again = place(e, group, 1);
     for (std::size_t i = 0; i < group.size(); ++i) {
         CAPTURE(i + 1);
-        if (a[i].outcome == "key_reused") {
-            CHECK(again[i].outcome == "key_reused");
+        if (a[i].outcome == "key_reused" || a[i].outcome == "invalid") {
+            CHECK(again[i].outcome == a[i].outcome);
             CHECK(again[i].response == a[i].response);
         } else {
             CHECK(again[i].outcome == "replayed");
@@ -551,7 +574,7 @@ std::vector<bets::place_request> random_group(std::mt19937_64& rng, const std::s
         if (r < 8 && !out.empty()) {
             auto again = out[static_cast<std::size_t>(pick(0, std::ssize(out) - 1))];
             if (pick(0, 1) == 0) {
-                again.stake_minor += 1;  // other parameters: key_reused
+                again.stake_thousandths += 10;  // other parameters: key_reused
             }
             out.push_back(again);
             continue;
@@ -573,7 +596,11 @@ std::vector<bets::place_request> random_group(std::mt19937_64& rng, const std::s
                          : s < 8 ? 31
                                  : open_selections[static_cast<std::size_t>(s % 4)];
         const auto st = pick(0, 99);
-        b.stake_minor = st < 4 ? 5 : st < 6 ? 6000 : pick(10, 3000);
+        // Thousandths of EUR: 2% with a third decimal, invalid for EUR's two.
+        b.stake_thousandths = st < 2   ? pick(100, 30000) * 10 + 5
+                              : st < 6 ? 50
+                              : st < 8 ? 60000
+                                       : pick(10, 3000) * 10;
         b.accept = static_cast<accept>(pick(1, 3));
         const auto o = pick(0, 9);
         b.odds_units = odds.at(b.selection_id) + (o == 0 ? 500 : o == 1 ? -500 : 0);
@@ -608,7 +635,7 @@ void check_equivalent(const scenario& s) {
         MESSAGE(k << ": " << v);
     }
     for (const char* outcome : {"placed", "replayed", "key_reused", "unknown_selection",
-                                "market_suspended", "stake_limit", "odds_changed"}) {
+                                "market_suspended", "stake_limit", "odds_changed", "invalid"}) {
         CHECK_MESSAGE(seen[outcome] > 0, outcome);
     }
     if (s.funds_max < 100'000) {

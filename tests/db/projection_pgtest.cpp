@@ -427,7 +427,7 @@ TEST_CASE("pages by before walk every bet once, from the write tables and the re
     // stays open, the rest on market 5, which settles.
     e.exec(
         "SELECT fulltime_place(CASE WHEN i % 50 = 0 THEN 2 ELSE 1 END, 'p' || i, 'fp', "
-        "CASE i % 3 WHEN 0 THEN 61 WHEN 1 THEN 51 ELSE 52 END, 100 + i, 0, 'any', 1000, 0) "
+        "CASE i % 3 WHEN 0 THEN 61 WHEN 1 THEN 51 ELSE 52 END, 100 + i, 2, 0, 'any', 1000, 0) "
         "FROM generate_series(1, 459) i");
     REQUIRE(e.scalar("SELECT count(*) FROM bets WHERE account_id = 1") == 450);
     record(e, 5, 1, "result", winner(51));

@@ -14,7 +14,7 @@ inline constexpr const char* reference_place_sql = R"sql(
 -- arrival order, in one statement (so one transaction).
 CREATE OR REPLACE FUNCTION reference_place_group(
     p_accounts bigint[], p_keys text[], p_fingerprints text[], p_selections bigint[],
-    p_stakes bigint[], p_odds bigint[], p_accepts text[], p_lock_timeout_ms integer,
+    p_stakes bigint[], p_stake_digits integer, p_odds bigint[], p_accepts text[], p_lock_timeout_ms integer,
     p_shard_hint integer)
 RETURNS TABLE (item integer, outcome text, response jsonb)
 LANGUAGE plpgsql
@@ -25,7 +25,8 @@ BEGIN
     FOR i IN 1 .. coalesce(cardinality(p_accounts), 0) LOOP
         SELECT p.outcome, p.response INTO v_row
         FROM fulltime_place(p_accounts[i], p_keys[i], p_fingerprints[i], p_selections[i],
-                            p_stakes[i], p_odds[i], p_accepts[i], p_lock_timeout_ms,
+                            p_stakes[i], p_stake_digits, p_odds[i], p_accepts[i],
+                            p_lock_timeout_ms,
                             p_shard_hint) AS p;
         item := i;
         outcome := v_row.outcome;

@@ -576,6 +576,19 @@ class ContractTrafficTest(EngineTestCase):
             self.refused(401, "unauthorized", "POST", path, raw=b"{}", token="not-a-token")
         self.refused(409, "insufficient_funds", "POST", "/v1/accounts/43/withdrawals",
                      raw=json.dumps({"amount": "1.00", "key": "w"}).encode(), token=admin)
+        # Currencies with other minor units: JPY has no decimals, KWD three (the amount
+        # patterns allow 0, 2 or 3). More decimals than the account's currency is refused.
+        for account, currency, amount, shown in ((45, "JPY", "1000", "1000"),
+                                                  (46, "KWD", "10.5", "10.500")):
+            self.expect(201, "POST", "/v1/accounts", {"account_id": account, "currency": currency},
+                        token=admin)
+            deposit = self.expect(201, "POST", f"/v1/accounts/{account}/deposits",
+                                  {"amount": amount, "key": "minor"}, token=admin)
+            self.assertEqual((deposit["amount"], deposit["currency"]), (shown, currency))
+            self.assertEqual(self.expect(200, "GET", f"/v1/accounts/{account}",
+                                         token=admin)["available"], shown)
+        self.refused(400, "invalid_request", "POST", "/v1/accounts/45/deposits",
+                     {"amount": "10.5", "key": "j"}, token=admin)
 
         # Markets: the summary and the operator's void.
         summary = self.expect(200, "GET", "/v1/markets/100/summary", token=admin)

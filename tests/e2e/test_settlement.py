@@ -142,7 +142,7 @@ class SettlementTest(EngineTestCase):
         self.prepare(engine, accounts)
         # Bets placed with the placement's own function (the engine's SQL), 50 per account.
         self.sql("SELECT count(*) FROM (SELECT (fulltime_place((g %% 200) + 1, 'k' || g, 'fp', "
-                 "CASE WHEN g %% 2 = 0 THEN 1001 ELSE 1002 END, 100, 0, 'any', 1000, 0)).outcome "
+                 "CASE WHEN g %% 2 = 0 THEN 1001 ELSE 1002 END, 100, 2, 0, 'any', 1000, 0)).outcome "
                  "FROM generate_series(0, %s - 1) g) x", bets)
         self.assertEqual(self.sql("SELECT count(*) FROM bets")[0][0], bets)
 

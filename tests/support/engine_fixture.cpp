@@ -362,7 +362,7 @@ std::string engine::place(std::int64_t account_id, const std::string& key,
                           int lock_timeout_ms) const {
     return text("SELECT outcome FROM fulltime_place(" + std::to_string(account_id) + ", '" + key +
                 "', 'fp', " + std::to_string(selection_id) + ", " + std::to_string(stake_minor) +
-                ", 0, 'any', " + std::to_string(lock_timeout_ms) + ", 0)");
+                ", 2, 0, 'any', " + std::to_string(lock_timeout_ms) + ", 0)");
 }
 
 std::int64_t engine::applied(std::int64_t market_id) const {

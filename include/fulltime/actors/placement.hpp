@@ -75,7 +75,7 @@ struct placement_metrics {
     metrics::counter& key_reused;        ///< idempotency_key_reused
     metrics::counter& busy;              ///< answered busy, whatever the reason
     metrics::counter& failed;            ///< unexpected errors (answered "internal")
-    metrics::counter& invalid;           ///< refused by validation before any actor
+    metrics::counter& invalid;           ///< refused by validation, or for its currency's decimals
     metrics::counter& lock_timeouts;     ///< SQLSTATE 55P03 inside fulltime_place
     metrics::counter& retries;           ///< re-executions after a lock timeout or deadlock
     metrics::counter& reconnects;        ///< re-executions on a fresh connection

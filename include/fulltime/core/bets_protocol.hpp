@@ -34,8 +34,11 @@ struct place_request {
     std::int64_t account_id = 0;  ///< from the token, never from the message
     std::string idempotency_key;  ///< 1..limits::idempotency_key_bytes_max bytes
     std::int64_t selection_id = 0;
-    std::int64_t stake_minor = 0;  ///< > 0, at most limits::amount_minor_max
-    std::int64_t odds_units = 0;   ///< money::odds_min..money::odds_max
+    /// The stake in thousandths of the currency's major unit (money::parse_positive_thousandths):
+    /// the account's currency, and so its decimals, are known only to the placement function,
+    /// which converts it to minor units and refuses more decimals than the currency has.
+    std::int64_t stake_thousandths = 0;  ///< > 0, at most limits::amount_thousandths_max
+    std::int64_t odds_units = 0;         ///< money::odds_min..money::odds_max
     accept_policy accept = accept_policy::exact;
 };
 
@@ -75,7 +78,8 @@ using checked = boost::system::result<T, request_error>;
 
 /// Validates a `place` message for the account of the verified token. Requires idempotency_key
 /// (string, 1..255 bytes), selection_id (positive JSON integer), stake (decimal string, > 0, at
-/// most two decimals), odds (decimal string, >= 1.01, at most four decimals); accepts accept
+/// most three decimals: the currency's own number is checked by the placement), odds (decimal
+/// string, >= 1.01, at most four decimals); accepts accept
 /// ("exact" | "better" | "any", default exact) and account_id (must equal the token's).
 checked<place_request> parse_place(const nlohmann::json& message, std::int64_t token_account_id);
 
@@ -89,9 +93,12 @@ checked<balance_request> parse_balance(const nlohmann::json& message,
 checked<bets_request> parse_bets(const nlohmann::json& message, std::int64_t token_account_id);
 
 /// Returns the request fingerprint stored with the idempotency key: the lower-case hex SHA-256
-/// of the canonical parameters "place/v1|selection|stake_minor|odds_units|accept". Canonical
-/// means parsed: "10.0" and "10.00" are the same stake, so they fingerprint alike. The account is
-/// not part of it because keys are already scoped to the account.
+/// of the canonical parameters "place/v1|selection|stake|odds_units|accept", the stake in
+/// hundredths ("1050" for "10.5"), with a third decimal only when it has one ("1050.5" for
+/// "10.505"): the form of the releases that parsed two decimals, so that a retry across an
+/// upgrade still matches its key. Canonical means parsed: "10.0" and "10.00" are the same
+/// stake, so they fingerprint alike. The account is not part of it because keys are already
+/// scoped to the account.
 std::string fingerprint(const place_request& request);
 
 /// Holds a bet as the placement stored it.
@@ -114,6 +121,8 @@ struct place_result {
     enum class status {
         placed = 1,  ///< bet holds the bet
         rejected,    ///< code and message hold the refusal
+        invalid,     ///< an invalid_request error (message): the stake has more decimals than
+                     ///< the account's currency; nothing was run or stored
         busy,        ///< not executed (or not known to be): retry with the same key
         failed,      ///< an unexpected error; the client gets an "internal" error
     };
@@ -135,12 +144,13 @@ struct place_result {
 };
 
 /// Builds the result of `SELECT outcome, response FROM fulltime_place(...)`: outcome is placed,
-/// rejected, replayed or key_reused, response the function's JSON. A shape the engine does not
-/// know is a request_error (the caller logs it and answers "internal").
+/// rejected, replayed, key_reused or invalid, response the function's JSON. A shape the engine
+/// does not know is a request_error (the caller logs it and answers "internal").
 checked<place_result> read_place_outcome(std::string_view outcome, std::string_view response);
 
 /// Returns the reply to a place request: `placed`, `rejected` (with "replayed" when the refusal
-/// is the key's stored result), or `{"type":"error",...,"code":"internal"}` for failed.
+/// is the key's stored result), `{"type":"error",...,"code":"invalid_request"}` for invalid, or
+/// `{"type":"error",...,"code":"internal"}` for failed.
 nlohmann::json render_place_result(const nlohmann::json& id, const place_result& result);
 
 /// Returns `{"type":"error","id":id,"code":"invalid_request","message":message}`.

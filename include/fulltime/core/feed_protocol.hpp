@@ -151,16 +151,18 @@ std::string result_event_payload(const result_event_message& m);
 /// Holds a validated `POST /v1/accounts` body.
 struct account_request {
     std::int64_t account_id = 0;
-    std::string currency;  ///< three upper-case ASCII letters
+    std::string currency;  ///< three upper-case ASCII letters, money::supported_currency
 };
 
-/// Holds a validated deposit or withdrawal body.
+/// Holds a validated deposit or withdrawal body. The amount is in thousandths until the route
+/// has read the account's currency (money::thousandths_to_minor).
 struct transfer_request {
-    std::int64_t amount_minor = 0;  ///< > 0, at most limits::amount_minor_max
-    std::string key;                ///< 1..limits::idempotency_key_bytes_max bytes
+    std::int64_t amount_thousandths = 0;  ///< > 0, at most limits::amount_thousandths_max
+    std::string key;                      ///< 1..limits::idempotency_key_bytes_max bytes
 };
 
-/// Validates a `POST /v1/accounts` body `{"account_id":42,"currency":"EUR"}`.
+/// Validates a `POST /v1/accounts` body `{"account_id":42,"currency":"EUR"}`; a currency with
+/// more decimals than the engine holds (CLF, UYW) is refused.
 parsed<account_request> parse_account_request(const nlohmann::json& body);
 
 /// Validates a deposit or withdrawal body `{"amount":"100.00","key":"k1"}`.

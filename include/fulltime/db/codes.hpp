@@ -42,9 +42,9 @@ inline constexpr std::array<std::string_view, 6> void_overdue_outcome = {
 inline constexpr std::array<std::string_view, 4> note_overdue_outcome = {"opened", "updated",
                                                                          "resolved", "none"};
 
-/// Lists the outcomes of fulltime_place and fulltime_place_group.
-inline constexpr std::array<std::string_view, 4> place_outcome = {"placed", "rejected", "replayed",
-                                                                  "key_reused"};
+/// Lists the outcomes of fulltime_place and fulltime_place_group (invalid: migration 0007).
+inline constexpr std::array<std::string_view, 5> place_outcome = {"placed", "rejected", "replayed",
+                                                                  "key_reused", "invalid"};
 
 /// Lists the refusal codes of fulltime_place (response->>'code' of a rejected or key_reused
 /// placement).

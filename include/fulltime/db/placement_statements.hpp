@@ -34,7 +34,7 @@ struct place_group_params {
     std::string keys;          ///< text[]: idempotency keys, any characters
     std::string fingerprints;  ///< text[]
     std::string selections;    ///< bigint[]
-    std::string stakes;        ///< bigint[]: minor units
+    std::string stakes;        ///< bigint[]: thousandths (p_stake_digits = 3)
     std::string odds;          ///< bigint[]: units of 1/10000
     std::string accepts;       ///< text[]: exact | better | any
     std::size_t size = 0;      ///< the number of items

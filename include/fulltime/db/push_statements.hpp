@@ -1,7 +1,8 @@
 #pragma once
 /// The outbox statements of the settlement push loop (net/settlement_pushes.cpp): its consumer's
 /// cursor in outbox_cursors (opened at start, stored after each page), the next page of rows
-/// after it, and the purge of rows every consumer has read. The outbox is ordered by
+/// after it, the currencies of the accounts a page pushes to, and the purge of rows every
+/// consumer has read. The outbox is ordered by
 /// (xact_id, outbox_id); a page holds only rows of transactions that have all finished, so no
 /// row can later appear behind the cursor.
 
@@ -12,6 +13,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace fulltime::db {
@@ -58,5 +60,11 @@ struct outbox_page {
 /// current snapshot's xmin.
 boost::asio::awaitable<outcome<outbox_page>> read_outbox_page(connection& conn, outbox_cursor after,
                                                               std::int64_t rows_max);
+
+/// Reads the currency of each of `account_ids` (one statement; an account that does not exist
+/// is left out). A settlement's outbox entry carries no currency, and a payout is formatted with
+/// its account's decimals; an account's currency never changes.
+boost::asio::awaitable<outcome<std::unordered_map<std::int64_t, std::string>>>
+read_account_currencies(connection& conn, const std::vector<std::int64_t>& account_ids);
 
 }  // namespace fulltime::db
