@@ -186,6 +186,14 @@ constexpr bool listed(const std::array<std::string_view, N>& codes, std::string_
     return false;
 }
 
+/// Returns `r`, with a parsed zero turned into parse_error::zero.
+parsed<std::int64_t> positive(parsed<std::int64_t> r) {
+    if (r && *r == 0) {
+        return parse_error::zero;
+    }
+    return r;
+}
+
 }  // namespace
 
 int minor_digits(std::string_view currency) noexcept {
@@ -239,19 +247,11 @@ parsed<std::int64_t> parse_amount(std::string_view text, int digits) {
 }
 
 parsed<std::int64_t> parse_positive_amount(std::string_view text, int digits) {
-    auto r = parse_amount(text, digits);
-    if (r && *r == 0) {
-        return parse_error::zero;
-    }
-    return r;
+    return positive(parse_amount(text, digits));
 }
 
 parsed<std::int64_t> parse_positive_thousandths(std::string_view text) {
-    auto r = parse_fixed(text, limits::minor_digits_max, limits::amount_thousandths_max);
-    if (r && *r == 0) {
-        return parse_error::zero;
-    }
-    return r;
+    return positive(parse_fixed(text, limits::minor_digits_max, limits::amount_thousandths_max));
 }
 
 parsed<std::int64_t> thousandths_to_minor(std::int64_t thousandths, int digits) {

@@ -411,11 +411,9 @@ TEST_CASE("accounts are created once and read from the primary") {
     CHECK(json::parse(r.body)["account_id"] == 42);
     r = admin_post(e.port(), "/v1/accounts", json{{"account_id", 42}, {"currency", "USD"}});
     CHECK(r.status == 409);
-    CHECK(json::parse(r.body) == json{{"type", "about:blank"},
-                                      {"title", "Conflict"},
-                                      {"status", 409},
-                                      {"code", "account_exists"},
-                                      {"detail", "account 42 exists with currency EUR"}});
+    CHECK(json::parse(r.body) ==
+          fulltime::test::problem_json(409, "Conflict", "account_exists",
+                                       "account 42 exists with currency EUR"));
     r = admin_post(e.port(), "/v1/accounts", json{{"account_id", 43}, {"currency", "eur"}});
     CHECK(r.status == 400);
     CHECK(json::parse(r.body)["code"] == "invalid_request");
@@ -590,11 +588,8 @@ TEST_CASE("a withdrawal above available is refused and changes nothing") {
     REQUIRE(deposit(e.port(), 3, "50.00", "d1").status == 201);
     auto r = withdraw(e.port(), 3, "50.01", "w1");
     CHECK(r.status == 409);
-    CHECK(json::parse(r.body) == json{{"type", "about:blank"},
-                                      {"title", "Conflict"},
-                                      {"status", 409},
-                                      {"code", "insufficient_funds"},
-                                      {"detail", "available balance is below 50.01"}});
+    CHECK(json::parse(r.body) == fulltime::test::problem_json(409, "Conflict", "insufficient_funds",
+                                                              "available balance is below 50.01"));
     CHECK(e.text("SELECT count(*) FROM ledger_transfers") == "1");
     CHECK(get_account(e.port(), 3)["available"] == "50.00");
 

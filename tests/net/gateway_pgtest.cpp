@@ -606,11 +606,8 @@ TEST_CASE("routes added by features get token checks, bodies and JSON errors fro
 
     r = http_call(g.port(), "POST", "/v1/accounts/1", "throw", bearer(admin_token()));
     CHECK(r.status == 500);
-    CHECK(json::parse(r.body) == json{{"type", "about:blank"},
-                                      {"title", "Internal Server Error"},
-                                      {"status", 500},
-                                      {"code", "internal"},
-                                      {"detail", "internal error"}});
+    CHECK(json::parse(r.body) ==
+          fulltime::test::problem_json(500, "Internal Server Error", "internal", "internal error"));
     CHECK(r.header("Content-Type") == "application/problem+json");
     CHECK(r.header("Retry-After").empty());
 

@@ -385,11 +385,8 @@ TEST_CASE("POST /v1/feed takes result events with HTTP statuses") {
 
     r = post_feed(e.port(), result_message(404, 1, "ev-3"));
     CHECK(r.status == 404);
-    CHECK(json::parse(r.body) == json{{"type", "about:blank"},
-                                      {"title", "Not Found"},
-                                      {"status", 404},
-                                      {"code", "unknown_market"},
-                                      {"detail", "market 404 does not exist"}});
+    CHECK(json::parse(r.body) == fulltime::test::problem_json(404, "Not Found", "unknown_market",
+                                                              "market 404 does not exist"));
     json foreign = result_message(100, 2, "ev-4");
     foreign["outcomes"][0]["selection_id"] = 9;
     r = post_feed(e.port(), foreign);
@@ -400,14 +397,10 @@ TEST_CASE("POST /v1/feed takes result events with HTTP statuses") {
     bad["outcomes"][1]["dead_heat_factor"] = "0.5";
     r = post_feed(e.port(), bad);
     CHECK(r.status == 400);
-    CHECK(
-        json::parse(r.body) ==
-        json{{"type", "about:blank"},
-             {"title", "Bad Request"},
-             {"status", 400},
-             {"code", "invalid_request"},
-             {"detail",
-              "outcomes[1].dead_heat_factor: must be 1 (or absent) when the result is \"lose\""}});
+    CHECK(json::parse(r.body) ==
+          fulltime::test::problem_json(
+              400, "Bad Request", "invalid_request",
+              "outcomes[1].dead_heat_factor: must be 1 (or absent) when the result is \"lose\""));
     r = http_call(e.port(), "POST", "/v1/feed", R"({"type":"result",)",
                   bearer(token::kind::producer));
     CHECK(r.status == 400);

@@ -1,5 +1,7 @@
 #include "support/http_client.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -16,6 +18,15 @@
 #include <stdexcept>
 
 namespace fulltime::test {
+
+nlohmann::json problem_json(unsigned status, std::string_view title, std::string_view code,
+                            std::string_view detail) {
+    return nlohmann::json{{"type", "about:blank"},
+                          {"title", title},
+                          {"status", status},
+                          {"code", code},
+                          {"detail", detail}};
+}
 
 namespace asio = boost::asio;
 namespace beast = boost::beast;

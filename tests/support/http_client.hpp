@@ -3,11 +3,14 @@
 /// call has a deadline and throws std::runtime_error when it passes, so a test fails instead of
 /// hanging. Beast stays in http_client.cpp.
 
+#include <nlohmann/json_fwd.hpp>
+
 #include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -24,6 +27,12 @@ struct http_reply {
     /// Returns the value of header `name` (case-insensitive), or "" when absent.
     std::string header(std::string_view name) const;
 };
+
+/// Returns the problem body (application/problem+json) the gateway answers an error with:
+/// {"type":"about:blank","title":title,"status":status,"code":code,"detail":detail}. The title
+/// is spelt out by the caller, so a test still states the reason phrase it expects.
+nlohmann::json problem_json(unsigned status, std::string_view title, std::string_view code,
+                            std::string_view detail);
 
 /// Sends one request on a new connection (Connection: close) and returns the response.
 http_reply http_call(std::uint16_t port, const std::string& method, const std::string& target,
