@@ -331,6 +331,17 @@ void read_gateway(const reader& r, gateway_settings& g) {
     g.frame_bytes_max = r.size("gateway.frame_bytes_max", 256, limits::frame_bytes_max);
     g.inflight_per_connection_max =
         r.size("gateway.inflight_per_connection_max", 1, limits::inflight_per_connection_max);
+    g.write_queue_bytes_max = r.size("gateway.write_queue_bytes_max", limits::write_queue_bytes_min,
+                                     limits::write_queue_bytes_max);
+    g.write_queue_bytes_total_max =
+        r.size("gateway.write_queue_bytes_total_max", limits::write_queue_bytes_total_min,
+               limits::write_queue_bytes_total_max);
+    if (g.write_queue_bytes_total_max < g.write_queue_bytes_max) {
+        fail("'gateway.write_queue_bytes_total_max' (" +
+             std::to_string(g.write_queue_bytes_total_max) +
+             ") must be at least 'gateway.write_queue_bytes_max' (" +
+             std::to_string(g.write_queue_bytes_max) + ")");
+    }
     g.handshake_timeout_ms = r.timeout_ms("gateway.handshake_timeout_ms");
     g.idle_timeout_ms = r.timeout_ms("gateway.idle_timeout_ms");
     g.shutdown_deadline_ms = r.timeout_ms("gateway.shutdown_deadline_ms");

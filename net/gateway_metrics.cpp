@@ -69,6 +69,11 @@ gateway_metrics::gateway_metrics(metrics::registry& r, bool previous_token_key)
       slow_consumers(r.make_counter(
           "fulltime_ws_slow_consumers_total",
           "WebSocket sessions closed because the client did not drain its write queue.")),
+      sessions_expired(
+          r.make_counter("fulltime_ws_sessions_expired_total",
+                         "WebSocket sessions closed (4001) because their token expired.")),
+      queued_bytes(r.make_gauge("fulltime_ws_queued_bytes",
+                                "Bytes queued for writing on all WebSocket sessions.")),
       handler_errors(r.make_counter("fulltime_ws_handler_errors_total",
                                     "WebSocket message handlers that threw (internal error).")),
       sessions_bets_(r.make_gauge("fulltime_gateway_websocket_sessions",

@@ -53,6 +53,8 @@ public:
     metrics::counter& frames_too_big;        ///< WebSocket messages over frame_bytes_max (1009)
     metrics::counter& busy;                  ///< messages refused over the in-flight limit
     metrics::counter& slow_consumers;        ///< sessions closed because their queue was full
+    metrics::counter& sessions_expired;      ///< sessions closed because their token expired
+    metrics::gauge& queued_bytes;            ///< bytes queued on all WebSocket sessions
     metrics::counter& handler_errors;        ///< handlers that threw
 
 private:

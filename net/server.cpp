@@ -15,6 +15,8 @@
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include <malloc.h>
+
 #include <stdexcept>
 
 namespace fulltime::net {
@@ -158,6 +160,20 @@ server_state::server_state(asio::io_context& io, services s)
         routes.push_back(std::move(r));
     }
     svc.routes.clear();
+}
+
+void server_state::trim_memory() noexcept {
+    const auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                         std::chrono::steady_clock::now().time_since_epoch())
+                         .count();
+    auto last = last_trim_ms.load();
+    if (now - last < limits::memory_trim_interval_ms ||
+        !last_trim_ms.compare_exchange_strong(last, now)) {
+        return;
+    }
+    // glibc keeps freed chunks in its arenas (one per thread that allocated them); a queue of
+    // replies freed on a close would otherwise stay in the process's RSS until reused.
+    ::malloc_trim(0);
 }
 
 void server_state::track(std::uint64_t id, std::weak_ptr<tracked_connection> c) {

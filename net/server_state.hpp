@@ -58,6 +58,10 @@ struct server_state : std::enable_shared_from_this<server_state> {
     std::atomic<bool> stopping{false};
     std::atomic<std::size_t> open_connections{0};
     std::atomic<std::size_t> rejecting{0};  ///< 503 responses being written
+    /// Bytes queued for writing on all WebSocket sessions (settings.write_queue_bytes_total_max).
+    std::atomic<std::size_t> ws_queued_bytes{0};
+    /// When memory was last returned to the system (steady clock, ms): trim_memory() throttles.
+    std::atomic<std::int64_t> last_trim_ms{0};
     // The gate (Seastar's): every session, accept loop and detached request coroutine holds an
     // entry; shutdown completes when it is empty.
     std::atomic<std::size_t> gate{0};
@@ -68,6 +72,10 @@ struct server_state : std::enable_shared_from_this<server_state> {
     boost::asio::io_context& pick_loop() noexcept;
     /// Returns whether the calling thread runs the main loop (ioc).
     bool on_main_loop() const noexcept { return ioc.get_executor().running_in_this_thread(); }
+
+    /// Returns freed heap memory to the system (malloc_trim), unless it was done less than
+    /// limits::memory_trim_interval_ms ago. For after a session that held a large queue ends.
+    void trim_memory() noexcept;
 
     /// Records a live connection for shutdown; a later call with the same id replaces it (an
     /// HTTP session that became a WebSocket session).

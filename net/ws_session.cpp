@@ -36,6 +36,11 @@ namespace {
 
 using namespace std::chrono_literals;
 
+/// The close code of a session whose token expired (docs/protocol.md): in the range RFC 6455
+/// leaves to applications, so that a client can tell it from any other close and reconnect
+/// with a new token.
+constexpr auto token_expired_close = static_cast<websocket::close_code>(4001);
+
 // One WebSocket connection. Everything here runs on executor_ (the connection's strand): the
 // read loop, the writer, the request coroutines and the callbacks posted by shutdown and push.
 // Beast allows one outstanding write, so only the writer writes; everyone else enqueues.
@@ -58,6 +63,7 @@ public:
           ws_(std::move(stream)),
           wake_(executor_),
           close_deadline_(executor_),
+          expiry_(executor_),
           endpoint_(endpoint),
           claims_(std::move(claims)),
           id_(id),
@@ -95,6 +101,7 @@ public:
         if (st.stopping.load()) {
             self->start_draining();
         }
+        self->watch_expiry();
         co_await (self->read_loop() && self->write_loop());
         if (self->endpoint_ == ws_endpoint::bets) {
             st.connections.remove(self->claims_.account_id, self->id_);
@@ -102,6 +109,10 @@ public:
         st.metrics.websocket_sessions(self->endpoint_).add(-1);
         self->finished_ = true;
         self->close_deadline_.cancel();
+        self->expiry_.cancel();
+        if (self->queued_peak_ >= limits::write_queue_trim_bytes) {
+            st.trim_memory();
+        }
     }
 
     void begin_shutdown() override {
@@ -153,6 +164,14 @@ private:
                 continue;
             }
             auto& message = std::get<inbound_message>(parsed);
+            if (!expired_ && token_expired()) {
+                on_token_expired();
+            }
+            if (expired_) {
+                enqueue(to_wire(error_reply(std::move(message.id), "unauthorized",
+                                            "the token has expired: reconnect with a new one")));
+                continue;
+            }
             if (stopping_) {
                 enqueue(to_wire(busy_reply(std::move(message.id), "the server is shutting down")));
                 continue;
@@ -185,11 +204,13 @@ private:
                 if (queue_.size() > 1 && !corked_) {
                     corked_ = set_cork(true);
                 }
+                // It stays counted in queued_bytes_ until written: the write holds it.
                 outgoing next = std::move(queue_.front());
                 queue_.pop_front();
                 ws_.text(true);
                 auto [ec, bytes] = co_await ws_.async_write(asio::buffer(next.text),
                                                             asio::as_tuple(asio::use_awaitable));
+                release(next.text.size());
                 if (ec) {
                     // Nothing more can reach this client, so the connection ends here: closing
                     // the socket ends the read loop too. Left open, the session would go on
@@ -210,15 +231,14 @@ private:
             if (close_code_) {
                 // The read loop ends when the client answers the close (error::closed), or when
                 // the close deadline closes the socket.
-                co_await ws_.async_close(websocket::close_reason(*close_code_),
-                                         asio::as_tuple(asio::use_awaitable));
+                co_await ws_.async_close(close_reason(), asio::as_tuple(asio::use_awaitable));
                 break;
             }
             wake_.expires_at(asio::steady_timer::time_point::max());
             co_await wake_.async_wait(asio::as_tuple(asio::use_awaitable));
         }
         writer_done_ = true;
-        queue_.clear();
+        drop_queue();
     }
 
     // Sets TCP_CORK; returns whether it took. Uncorking sends what the cork held at once.
@@ -247,16 +267,108 @@ private:
         if (writer_done_ || close_code_ || closed_now_) {
             return;
         }
-        if (queue_.size() >= limits::ws_write_queue_max) {
+        if (const char* why = over_bound(o.text.size())) {
             state_->metrics.slow_consumers.inc();
             log::warn("connection " + std::to_string(id_) +
-                      ": client does not read its messages, closing");
-            queue_.clear();
+                      ": client does not read its messages (" + std::to_string(queue_.size()) +
+                      " messages, " + std::to_string(queued_bytes_) + " bytes queued; " + why +
+                      "), closing");
+            drop_queue();
             request_close(websocket::close_code::policy_error);
             return;
         }
+        const std::size_t size = o.text.size();
         queue_.push_back(std::move(o));
+        queued_bytes_ += size;
+        queued_peak_ = std::max(queued_peak_, queued_bytes_);
+        state_->ws_queued_bytes.fetch_add(size, std::memory_order_relaxed);
+        state_->metrics.queued_bytes.add(static_cast<std::int64_t>(size));
         wake_.cancel();
+    }
+
+    // Returns why one more message of `size` bytes would take this session past a bound, or
+    // null when it may be queued. A message always fits an empty queue: the bounds are on what
+    // a client leaves unread, never on one reply.
+    const char* over_bound(std::size_t size) const {
+        if (queue_.empty()) {
+            return nullptr;
+        }
+        if (queue_.size() >= limits::ws_write_queue_max) {
+            return "the message count bound";
+        }
+        if (queued_bytes_ + size > state_->settings.write_queue_bytes_max) {
+            return "gateway.write_queue_bytes_max";
+        }
+        // The process bound closes those that hold more than a reply or two; a session that
+        // reads its replies as they come keeps getting them.
+        if (queued_bytes_ > limits::write_queue_share_floor_bytes &&
+            state_->ws_queued_bytes.load(std::memory_order_relaxed) + size >
+                state_->settings.write_queue_bytes_total_max) {
+            return "gateway.write_queue_bytes_total_max";
+        }
+        return nullptr;
+    }
+
+    // Forgets `size` bytes that were written or dropped.
+    void release(std::size_t size) {
+        queued_bytes_ -= size;
+        state_->ws_queued_bytes.fetch_sub(size, std::memory_order_relaxed);
+        state_->metrics.queued_bytes.add(-static_cast<std::int64_t>(size));
+    }
+
+    void drop_queue() {
+        for (const auto& o : queue_) {
+            release(o.text.size());
+        }
+        queue_.clear();
+        // Gives the deque's blocks back too: a session closed for its queue keeps nothing.
+        queue_.shrink_to_fit();
+    }
+
+    websocket::close_reason close_reason() const {
+        if (close_code_ == token_expired_close) {
+            return websocket::close_reason(token_expired_close, "token expired");
+        }
+        return websocket::close_reason(*close_code_);
+    }
+
+    bool token_expired() const {
+        return claims_.expires_at_s > 0 &&
+               std::chrono::system_clock::now() >= std::chrono::system_clock::time_point(
+                                                       std::chrono::seconds(claims_.expires_at_s));
+    }
+
+    // Closes the session when its token expires: a session lives no longer than the token it
+    // was opened with.
+    void watch_expiry() {
+        if (claims_.expires_at_s <= 0) {
+            return;
+        }
+        const auto at =
+            std::chrono::system_clock::time_point(std::chrono::seconds(claims_.expires_at_s));
+        const auto left = at - std::chrono::system_clock::now();
+        expiry_.expires_after(std::max<std::chrono::steady_clock::duration>(
+            std::chrono::steady_clock::duration::zero(),
+            std::chrono::duration_cast<std::chrono::steady_clock::duration>(left)));
+        expiry_.async_wait([weak = weak_from_this()](boost::system::error_code ec) {
+            auto self = weak.lock();
+            if (!ec && self && !self->finished_) {
+                self->on_token_expired();
+            }
+        });
+    }
+
+    // Takes no more requests; those in flight finish and are answered, then the session closes
+    // with token_expired_close.
+    void on_token_expired() {
+        if (expired_) {
+            return;
+        }
+        expired_ = true;
+        state_->metrics.sessions_expired.inc();
+        if (inflight_ == 0) {
+            request_close(token_expired_close);
+        }
     }
 
     // Schedules the close frame after what is already queued, with a deadline for the client
@@ -280,8 +392,13 @@ private:
     void start_draining() {
         stopping_ = true;
         if (inflight_ == 0) {
-            request_close(websocket::close_code::going_away);
+            request_close(draining_close());
         }
+    }
+
+    // The close a draining session sends once its requests are answered.
+    websocket::close_code draining_close() const {
+        return expired_ ? token_expired_close : websocket::close_code::going_away;
     }
 
     void close_now() {
@@ -350,8 +467,8 @@ private:
             to_wire(reply),
             timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{},
             received, timed ? &handler : nullptr});
-        if (self->stopping_ && self->inflight_ == 0) {
-            self->request_close(websocket::close_code::going_away);
+        if ((self->stopping_ || self->expired_) && self->inflight_ == 0) {
+            self->request_close(self->draining_close());
         }
     }
 
@@ -360,6 +477,7 @@ private:
     websocket::stream<beast::tcp_stream> ws_;
     asio::steady_timer wake_;            ///< the writer sleeps on it; cancel() wakes it
     asio::steady_timer close_deadline_;  ///< bounds the closing handshake
+    asio::steady_timer expiry_;          ///< fires when the session's token expires
     ws_endpoint endpoint_;
     token::claims claims_;
     std::uint64_t id_;
@@ -367,12 +485,15 @@ private:
     const endpoint_handlers* handlers_;
     std::size_t inflight_max_;
 
-    std::deque<outgoing> queue_;  ///< at most limits::ws_write_queue_max
-    std::size_t inflight_ = 0;    ///< at most inflight_max_
+    std::deque<outgoing> queue_;    ///< at most limits::ws_write_queue_max
+    std::size_t queued_bytes_ = 0;  ///< queue_'s texts and the one being written
+    std::size_t queued_peak_ = 0;   ///< the most queued_bytes_ has been
+    std::size_t inflight_ = 0;      ///< at most inflight_max_
     std::uint64_t next_request_id_ = 1;
     std::map<std::uint64_t, asio::cancellation_signal> signals_;  ///< one per in-flight request
     std::optional<websocket::close_code> close_code_;             ///< set once: the close to send
     bool stopping_ = false;  ///< shutdown began: finish in-flight requests, take no more
+    bool expired_ = false;   ///< the token expired: finish in-flight requests, take no more
     bool reading_done_ = false;
     bool writer_done_ = false;
     bool closed_now_ = false;  ///< socket closed without a handshake

@@ -49,6 +49,20 @@ inline constexpr std::size_t http_body_bytes_max = 1 << 20;
 inline constexpr std::size_t http_header_bytes_max = 16 * 1024;
 /// Messages queued for writing on one WebSocket before the connection is closed as too slow.
 inline constexpr std::size_t ws_write_queue_max = 4096;
+/// Bounds of the configurable bytes one WebSocket may have queued for writing. The floor holds
+/// the largest reply (a `bets` page of 200 bets with the longest keys) several times over.
+inline constexpr std::size_t write_queue_bytes_min = 256 * 1024;
+inline constexpr std::size_t write_queue_bytes_max = std::size_t{1} << 30;
+/// Bounds of the configurable bytes all WebSockets together may have queued for writing.
+inline constexpr std::size_t write_queue_bytes_total_min = std::size_t{1} << 20;
+inline constexpr std::size_t write_queue_bytes_total_max = std::size_t{64} << 30;
+/// A session holding at most this much keeps its replies when the process bound is reached:
+/// only the sessions that hold more than a reply or two are closed for it.
+inline constexpr std::size_t write_queue_share_floor_bytes = 64 * 1024;
+/// A session that held at least this much queued returns the freed memory to the system when
+/// it ends (malloc_trim), at most once per trim interval across the process.
+inline constexpr std::size_t write_queue_trim_bytes = 256 * 1024;
+inline constexpr std::int64_t memory_trim_interval_ms = 1000;
 
 /// Deepest nesting of arrays and objects accepted in a WebSocket message. Deeper input is refused
 /// before it is parsed, so that no recursive walk (dump, handlers) can exhaust the stack.

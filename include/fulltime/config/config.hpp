@@ -61,6 +61,8 @@ struct gateway_settings {
     std::size_t connections_max = 0;
     std::size_t frame_bytes_max = 0;
     std::size_t inflight_per_connection_max = 0;
+    std::size_t write_queue_bytes_max = 0;        ///< queued for one WebSocket, at most
+    std::size_t write_queue_bytes_total_max = 0;  ///< queued for all WebSockets, at most
     std::int64_t handshake_timeout_ms = 0;
     std::int64_t idle_timeout_ms = 0;
     std::int64_t shutdown_deadline_ms = 0;
