@@ -1,5 +1,6 @@
 #include "fulltime/core/bets_protocol.hpp"
 
+#include "fulltime/core/client_text.hpp"
 #include "fulltime/core/errors.hpp"
 #include "fulltime/core/money.hpp"
 #include "fulltime/limits.hpp"
@@ -32,12 +33,7 @@ std::optional<request_error> refuse_unknown_fields(
             }
         }
         if (!known) {
-            constexpr std::size_t chars_max = 64;
-            std::string shown = name.substr(0, chars_max);
-            if (name.size() > chars_max) {
-                shown += "...";
-            }
-            return invalid("unknown field \"" + shown + "\"");
+            return invalid("unknown field " + client_text::quoted(name));
         }
     }
     return std::nullopt;
@@ -150,12 +146,12 @@ checked<place_request> parse_place(const json& message, std::int64_t token_accou
     if (!key) {
         return key.error();
     }
-    if (key->empty()) {
-        return invalid("\"idempotency_key\" must not be empty");
-    }
-    if (key->size() > limits::idempotency_key_bytes_max) {
-        return invalid("\"idempotency_key\" is longer than " +
-                       std::to_string(limits::idempotency_key_bytes_max) + " bytes");
+    // One pass over at most 255 bytes, no allocation: the hot path can afford it, and a key the
+    // database would refuse must never reach the placement group it would fail with it.
+    if (const auto fault = client_text::check(*key, limits::idempotency_key_bytes_max);
+        fault != client_text::fault::none) {
+        return invalid("\"idempotency_key\" " +
+                       client_text::describe(fault, limits::idempotency_key_bytes_max));
     }
     r.idempotency_key = std::string(*key);
 

@@ -1,5 +1,6 @@
 #include "fulltime/core/feed_protocol.hpp"
 
+#include "fulltime/core/client_text.hpp"
 #include "fulltime/core/money.hpp"
 #include "fulltime/limits.hpp"
 
@@ -37,11 +38,19 @@ std::optional<input_error> refuse_unknown_fields(const json& message,
             }
         }
         if (!found) {
-            constexpr std::size_t shown_max = 64;
-            return input_error{"unknown field \"" + key.substr(0, shown_max) + "\""};
+            return input_error{"unknown field " + client_text::quoted(key)};
         }
     }
     return std::nullopt;
+}
+
+// Refuses an operator API body that is not an object or has a field not in `known`.
+std::optional<input_error> refuse_body(const json& body,
+                                       std::initializer_list<std::string_view> known) {
+    if (!body.is_object()) {
+        return input_error{"body must be a JSON object"};
+    }
+    return refuse_unknown_fields(body, known);
 }
 
 // Reads a required positive integer id. JSON floats ("1.0") and numbers past INT64_MAX are
@@ -71,7 +80,7 @@ parsed<std::int64_t> positive_id(const json& message, std::string_view field) {
     return fail(field, "must be a positive integer");
 }
 
-// Reads a required string of 1..bytes_max bytes.
+// Reads a required string of 1..bytes_max bytes that keeps the rules of client text.
 parsed<std::string> bounded_string(const json& message, std::string_view field,
                                    std::size_t bytes_max) {
     const auto it = message.find(field);
@@ -81,15 +90,13 @@ parsed<std::string> bounded_string(const json& message, std::string_view field,
     if (!it->is_string()) {
         return fail(field, "must be a string");
     }
-    auto text = it->get<std::string>();
-    if (text.empty()) {
-        return fail(field, "must not be empty");
-    }
-    if (text.size() > bytes_max) {
-        return fail(field, "is longer than " + std::to_string(bytes_max) + " bytes");
+    const auto& value = it->get_ref<const std::string&>();
+    if (const auto fault = client_text::check(value, bytes_max);
+        fault != client_text::fault::none) {
+        return fail(field, client_text::describe(fault, bytes_max));
     }
     // In place: input_error is constructible from a string too (C++20 aggregate init).
-    return parsed<std::string>{boost::system::in_place_value, std::move(text)};
+    return parsed<std::string>{boost::system::in_place_value, value};
 }
 
 // Reads a required decimal string with a money or odds parser.
@@ -135,7 +142,7 @@ parsed<selection_spec> parse_selection(const json& item, std::size_t index) {
         return input_error{where + "." + id.error().message};
     }
     s.selection_id = *id;
-    auto name = bounded_string(item, "name", name_bytes_max);
+    auto name = bounded_string(item, "name", limits::catalog_name_bytes_max);
     if (!name) {
         return input_error{where + "." + name.error().message};
     }
@@ -446,13 +453,13 @@ parsed<market_message> parse_market(const json& message) {
     }
     m.event_id = *event_id;
     if (has(message, "event_name")) {
-        auto event_name = bounded_string(message, "event_name", name_bytes_max);
+        auto event_name = bounded_string(message, "event_name", limits::catalog_name_bytes_max);
         if (!event_name) {
             return event_name.error();
         }
         m.event_name = std::move(*event_name);
     }
-    auto name = bounded_string(message, "name", name_bytes_max);
+    auto name = bounded_string(message, "name", limits::catalog_name_bytes_max);
     if (!name) {
         return name.error();
     }
@@ -652,14 +659,9 @@ parsed<result_event_message> parse_result_event(const json& message) {
         return seq.error();
     }
     m.seq = *seq;
-    auto event_key = bounded_string(message, "event_key", event_key_bytes_max);
+    auto event_key = bounded_string(message, "event_key", limits::event_key_bytes_max);
     if (!event_key) {
         return event_key.error();
-    }
-    if (event_key->find('\0') != std::string::npos) {
-        // libpq sends text parameters as C strings: a NUL would silently cut the key short, and
-        // two different keys could then meet as one.
-        return fail("event_key", "must not contain a NUL character");
     }
     m.event_key = std::move(*event_key);
 
@@ -722,11 +724,8 @@ std::string result_event_payload(const result_event_message& m) {
 }
 
 parsed<account_request> parse_account_request(const json& body) {
-    if (!body.is_object()) {
-        return input_error{"body must be a JSON object"};
-    }
-    if (auto unknown = refuse_unknown_fields(body, {"account_id", "currency"})) {
-        return *unknown;
+    if (auto refused = refuse_body(body, {"account_id", "currency"})) {
+        return *refused;
     }
     account_request r;
     auto id = positive_id(body, "account_id");
@@ -752,11 +751,8 @@ parsed<account_request> parse_account_request(const json& body) {
 }
 
 parsed<transfer_request> parse_transfer_request(const json& body) {
-    if (!body.is_object()) {
-        return input_error{"body must be a JSON object"};
-    }
-    if (auto unknown = refuse_unknown_fields(body, {"amount", "key"})) {
-        return *unknown;
+    if (auto refused = refuse_body(body, {"amount", "key"})) {
+        return *refused;
     }
     transfer_request r;
     auto amount = decimal(body, "amount", money::parse_positive_thousandths);
@@ -769,6 +765,28 @@ parsed<transfer_request> parse_transfer_request(const json& body) {
         return key.error();
     }
     r.key = std::move(*key);
+    return r;
+}
+
+parsed<void_request> parse_void_request(const json& body) {
+    if (auto refused = refuse_body(body, {"key", "force"})) {
+        return *refused;
+    }
+    void_request r;
+    if (has(body, "key")) {
+        auto key = bounded_string(body, "key", limits::event_key_bytes_max);
+        if (!key) {
+            return key.error();
+        }
+        r.key = std::move(*key);
+    }
+    if (has(body, "force")) {
+        const auto& force = body.at("force");
+        if (!force.is_boolean()) {
+            return fail("force", "must be true or false");
+        }
+        r.force = force.get<bool>();
+    }
     return r;
 }
 

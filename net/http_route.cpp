@@ -1,9 +1,11 @@
 #include "fulltime/net/http_route.hpp"
 
+#include "fulltime/core/client_text.hpp"
 #include "fulltime/core/errors.hpp"
+#include "fulltime/core/strict_json.hpp"
+#include "fulltime/limits.hpp"
 
 #include <boost/beast/http/status.hpp>
-#include <nlohmann/json.hpp>
 
 namespace fulltime::net {
 
@@ -27,9 +29,30 @@ http_response problem(unsigned status, std::string_view code, std::string_view d
     return r;
 }
 
+boost::system::result<nlohmann::json, http_response> parse_body(std::string_view body) {
+    auto parsed = parse_strict_json(body, "the body");
+    if (!parsed) {
+        return {boost::system::in_place_error,
+                problem(400, parsed.error().code, parsed.error().message)};
+    }
+    return {boost::system::in_place_value, std::move(*parsed)};
+}
+
 std::optional<http_response> take_idempotency_header(const http_request& request,
                                                      nlohmann::json& body, std::string_view field) {
-    if (!request.idempotency_key || !body.is_object()) {
+    if (!request.idempotency_key) {
+        return std::nullopt;
+    }
+    // Header bytes are not JSON, so nothing has checked them as text yet: Beast refuses control
+    // characters in a header, but passes any byte above 0x7f, UTF-8 or not.
+    const auto fault =
+        client_text::check(*request.idempotency_key, limits::idempotency_key_bytes_max);
+    if (fault != client_text::fault::none) {
+        return problem(400, "invalid_request",
+                       "the Idempotency-Key header " +
+                           client_text::describe(fault, limits::idempotency_key_bytes_max));
+    }
+    if (!body.is_object()) {
         return std::nullopt;
     }
     const auto it = body.find(field);

@@ -97,26 +97,22 @@ asio::awaitable<http_response> post_void_overdue(std::shared_ptr<market_routes_s
     req.grace_s = st->cfg->reservations.grace_s;
     req.default_deadline_s = st->cfg->reservations.default_deadline_s;
     // No body is a request with no key and no force; the key may come as Idempotency-Key.
-    json body = request.body.empty() ? json::object() : json::parse(request.body, nullptr, false);
-    if (body.is_discarded() || !body.is_object()) {
+    auto body = parse_body(request.body.empty() ? std::string_view("{}") : request.body);
+    if (!body) {
+        co_return std::move(body.error());
+    }
+    if (!body->is_object()) {
         co_return problem(400, "invalid_json", "the body is not a JSON object");
     }
-    if (auto clash = take_idempotency_header(request, body)) {
+    if (auto clash = take_idempotency_header(request, *body)) {
         co_return std::move(*clash);
     }
-    for (const auto& [name, value] : body.items()) {
-        if (name == "key" && value.is_string() && !value.get<std::string>().empty() &&
-            value.get<std::string>().size() <= 255) {
-            req.event_key = value.get<std::string>();
-        } else if (name == "force" && value.is_boolean()) {
-            req.force = value.get<bool>();
-        } else {
-            co_return problem(400, "invalid_request",
-                              "\"" + name.substr(0, 64) +
-                                  "\" is not a field of a void-overdue request (key: "
-                                  "1 to 255 bytes, force: true or false)");
-        }
+    auto parsed = feed::parse_void_request(*body);
+    if (!parsed) {
+        co_return problem(400, "invalid_request", parsed.error().message);
     }
+    req.event_key = std::move(parsed->key).value_or(std::string());
+    req.force = parsed->force;
     auto conn = co_await st->pools->background->acquire();
     if (!conn) {
         co_return failed(conn.error(), "void-overdue");

@@ -70,16 +70,6 @@ json account_json(const db::account_row& a) {
                 {"owed", money::format_amount(a.owed_minor, a.currency)}};
 }
 
-// Parses a small JSON body; nullopt with the error response when it is not JSON.
-std::optional<json> parse_body(const std::string& body, http_response& error) {
-    json parsed = json::parse(body, nullptr, false);
-    if (parsed.is_discarded()) {
-        error = problem(400, "invalid_json", "the body is not valid JSON");
-        return std::nullopt;
-    }
-    return parsed;
-}
-
 // Turns a database failure into 503 busy or unavailable; details stay in the log.
 http_response failed(const db::failure& f, std::string_view what) {
     if (f.code == db::errc::lock_timeout || f.code == db::errc::pool_timeout ||
@@ -97,10 +87,9 @@ http_response unknown_account(std::int64_t account_id) {
 
 asio::awaitable<http_response> create_account(std::shared_ptr<operator_state> st,
                                               http_request request) {
-    http_response error;
-    auto body = parse_body(request.body, error);
+    auto body = parse_body(request.body);
     if (!body) {
-        co_return error;
+        co_return std::move(body.error());
     }
     auto parsed = feed::parse_account_request(*body);
     if (!parsed) {
@@ -154,11 +143,10 @@ asio::awaitable<http_response> get_account(std::shared_ptr<operator_state> st,
 asio::awaitable<http_response> transfer(std::shared_ptr<operator_state> st, db::transfer_kind kind,
                                         std::int64_t account_id, http_request request) {
     const std::string what(db::to_string(kind));
-    http_response error;
-    auto body = parse_body(request.body, error);
+    auto body = parse_body(request.body);
     if (!body) {
         st->count(kind, wallet_outcome::invalid);
-        co_return error;
+        co_return std::move(body.error());
     }
     if (auto clash = take_idempotency_header(request, *body)) {
         st->count(kind, wallet_outcome::invalid);

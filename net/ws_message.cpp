@@ -1,49 +1,22 @@
 #include "net/ws_message.hpp"
 
 #include "fulltime/core/bets_protocol.hpp"
+#include "fulltime/core/client_text.hpp"
 #include "fulltime/core/errors.hpp"
+#include "fulltime/core/strict_json.hpp"
 #include "fulltime/limits.hpp"
 
 namespace fulltime::net::detail {
 
 namespace {
 
-// Returns whether arrays and objects nest deeper than limits::json_depth_max, scanning bytes
-// only (brackets inside strings do not count). Runs before parsing, in linear time.
-bool too_deep(std::string_view text) {
-    std::size_t depth = 0;
-    bool in_string = false;
-    bool escaped = false;
-    for (char c : text) {
-        if (in_string) {
-            if (escaped) {
-                escaped = false;
-            } else if (c == '\\') {
-                escaped = true;
-            } else if (c == '"') {
-                in_string = false;
-            }
-            continue;
-        }
-        if (c == '"') {
-            in_string = true;
-        } else if (c == '[' || c == '{') {
-            if (++depth > limits::json_depth_max) {
-                return true;
-            }
-        } else if ((c == ']' || c == '}') && depth > 0) {
-            --depth;
-        }
+// Returns the "id" of `message` as sent, or null when it has none.
+nlohmann::json id_of(const nlohmann::json& message) {
+    if (!message.is_object()) {
+        return nullptr;
     }
-    return false;
-}
-
-// Keeps an error message short when it quotes client input.
-std::string quoted_prefix(std::string_view s) {
-    std::string out = "\"";
-    out += s.substr(0, limits::quoted_input_chars_max);
-    out += s.size() > limits::quoted_input_chars_max ? "...\"" : "\"";
-    return out;
+    const auto it = message.find("id");
+    return it == message.end() ? nlohmann::json(nullptr) : *it;
 }
 
 }  // namespace
@@ -68,20 +41,18 @@ std::string to_wire(const nlohmann::json& message) {
 std::variant<inbound_message, nlohmann::json> parse_message(std::string_view text,
                                                             const endpoint_handlers& handlers,
                                                             bool id_required) {
-    if (too_deep(text)) {
-        return error_reply(nullptr, "invalid_request", "message nests too deeply");
+    auto parsed = parse_strict_json(text, "message");
+    if (!parsed) {
+        // A refused message that got as far as its id has it echoed, so that a client matching
+        // replies by id learns which request it was.
+        return error_reply(id_of(parsed.error().partial), parsed.error().code,
+                           parsed.error().message);
     }
-    nlohmann::json message = nlohmann::json::parse(text, nullptr, false);
-    if (message.is_discarded()) {
-        return error_reply(nullptr, "invalid_json", "message is not valid JSON");
-    }
+    nlohmann::json message = std::move(*parsed);
     if (!message.is_object()) {
         return error_reply(nullptr, "invalid_request", "message must be a JSON object");
     }
-    nlohmann::json id = nullptr;
-    if (auto it = message.find("id"); it != message.end()) {
-        id = *it;
-    }
+    nlohmann::json id = id_of(message);
     if (id.is_null() && id_required) {
         return error_reply(nullptr, "invalid_request", "message needs an \"id\"");
     }
@@ -98,7 +69,8 @@ std::variant<inbound_message, nlohmann::json> parse_message(std::string_view tex
     }
     const auto& type = type_it->get_ref<const std::string&>();
     if (handlers.find(type) == handlers.end()) {
-        return error_reply(std::move(id), "invalid_request", "unknown type " + quoted_prefix(type));
+        return error_reply(std::move(id), "invalid_request",
+                           "unknown type " + client_text::quoted(type));
     }
     inbound_message out;
     out.type = type;

@@ -19,10 +19,12 @@ struct inbound_message {
     nlohmann::json body;  ///< the whole message object
 };
 
-/// Returns the request in `text`, or the error reply to send for it: invalid_json when it does
-/// not parse, invalid_request when it is not an object, lacks a string "type", lacks an "id"
-/// while `id_required`, has an "id" that is not a string or integer, or names a type absent from
-/// `handlers`. Replies echo "id" as received (null when there is none). Bet clients must send an
+/// Returns the request in `text`, or the error reply to send for it: what parse_strict_json
+/// refuses (invalid_json: not one JSON document, a raw NUL byte; invalid_request: nesting, a key
+/// twice, a NUL in a string), and invalid_request when it is not an object, lacks a string
+/// "type", lacks an "id" while `id_required`, has an "id" that is not a string or integer, or
+/// names a type absent from `handlers`. Replies echo "id" as received (null when there is none,
+/// or when the refusal came before it was read). Bet clients must send an
 /// id (docs/protocol.md: every client request has one); the feed's messages (docs/protocol-feed.md)
 /// carry none, so there it is optional and echoed when present.
 std::variant<inbound_message, nlohmann::json> parse_message(std::string_view text,

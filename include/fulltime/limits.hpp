@@ -33,8 +33,15 @@ inline constexpr std::size_t decimal_chars_max = 32;
 
 // --- Wire protocol -----------------------------------------------------------------------------
 
-/// Longest idempotency key, in bytes.
+/// Longest idempotency key, in bytes: a bet's `idempotency_key`, a deposit's or withdrawal's
+/// `key` (body or Idempotency-Key header); the schema's CHECKs on bets and idempotency_keys.
 inline constexpr std::size_t idempotency_key_bytes_max = 255;
+/// Longest result event key, in bytes: the feed's `event_key` and void-overdue's `key` (the
+/// schema's CHECK on result_events.event_key).
+inline constexpr std::size_t event_key_bytes_max = 255;
+/// Longest event, market or selection name, in bytes (the schema's CHECKs on events, markets and
+/// selections).
+inline constexpr std::size_t catalog_name_bytes_max = 200;
 /// Longest client-chosen request id, in bytes.
 inline constexpr std::size_t request_id_bytes_max = 128;
 /// Upper bound on the configurable WebSocket frame (message) size.

@@ -146,6 +146,23 @@ TEST_CASE("place bounds the idempotency key to 1 through 255 bytes") {
     CHECK(contains(refusal(bets::parse_place(m, account)), "longer than 255 bytes"));
 }
 
+TEST_CASE("place refuses an idempotency key the database would refuse: NUL or not UTF-8") {
+    // The strict parser refuses "\u0000" before this; a message built another way is checked
+    // here all the same, so that such a key never reaches the placement group.
+    auto m = place_message();
+    for (const auto& key : {std::string("k\0", 2), std::string("\0", 1), std::string("a\0b", 3)}) {
+        m["idempotency_key"] = key;
+        CHECK(refusal(bets::parse_place(m, account)) ==
+              "\"idempotency_key\" must not contain a NUL character");
+    }
+    for (const char* key : {"\xff", "k\xc3", "\xc0\x80", "\xed\xa0\x80"}) {
+        m["idempotency_key"] = key;
+        CHECK(refusal(bets::parse_place(m, account)) == "\"idempotency_key\" must be valid UTF-8");
+    }
+    m["idempotency_key"] = "caf\xc3\xa9 \xf0\x9f\x8e\xb2";
+    CHECK(bets::parse_place(m, account).has_value());
+}
+
 TEST_CASE("place refuses an accept policy other than exact better or any") {
     for (json bad : {json("EXACT"), json(""), json("best"), json(1), json(nullptr)}) {
         auto m = place_message();

@@ -127,6 +127,25 @@ TEST_CASE("market names and statuses are checked") {
     CHECK(feed::parse_market(m)->status == feed::market_status::closed);
 }
 
+TEST_CASE("catalog names keep the rules of client text: no NUL, UTF-8") {
+    const std::string nul("Home\0x", 6);
+    CHECK(market_refusal("name", nul) == "name: must not contain a NUL character");
+    CHECK(market_refusal("event_name", nul) == "event_name: must not contain a NUL character");
+    CHECK(market_refusal("name", "\xff") == "name: must be valid UTF-8");
+    CHECK(market_refusal("event_name", "Lyon \xe2\x82") == "event_name: must be valid UTF-8");
+    CHECK(market_refusal("selections",
+                         json::array({{{"selection_id", 1}, {"name", nul}, {"odds", "2.10"}}})) ==
+          "selections[0].name: must not contain a NUL character");
+    CHECK(market_refusal(
+              "selections",
+              json::array({{{"selection_id", 1}, {"name", "\xc0\x80"}, {"odds", "2.10"}}})) ==
+          "selections[0].name: must be valid UTF-8");
+    json m = valid_market();
+    m["name"] = "Lyon \xe2\x80\x93 Nantes \xe2\x9a\xbd";
+    m["event_name"] = "Ligue 1 \xc3\xa9t\xc3\xa9";
+    CHECK(feed::parse_market(m).has_value());
+}
+
 TEST_CASE("selections are required and each is checked") {
     CHECK(market_without("selections") == "selections: is required");
     CHECK(market_refusal("selections", json::object()) == "selections: must be an array");
@@ -335,6 +354,30 @@ TEST_CASE("deposit and withdrawal bodies need a positive amount and a key") {
           "key: is longer than 255 bytes");
     CHECK(feed::parse_transfer_request(json{{"amount", "1.00"}, {"key", std::string(255, 'k')}})
               .has_value());
+    // The key may come from the Idempotency-Key header, which is not JSON: checked here too.
+    CHECK(bad(json{{"amount", "1.00"}, {"key", std::string("d\0", 2)}}) ==
+          "key: must not contain a NUL character");
+    CHECK(bad(json{{"amount", "1.00"}, {"key", "d\xff"}}) == "key: must be valid UTF-8");
+}
+
+TEST_CASE("void-overdue bodies take an optional key and an optional force") {
+    const auto ok = feed::parse_void_request(json::parse(R"({"key":"v1","force":true})"));
+    REQUIRE(ok.has_value());
+    CHECK(ok->key == "v1");
+    CHECK(ok->force);
+    const auto empty = feed::parse_void_request(json::object());
+    REQUIRE(empty.has_value());
+    CHECK_FALSE(empty->key.has_value());
+    CHECK_FALSE(empty->force);
+    const auto bad = [](const json& body) { return refusal(feed::parse_void_request(body)); };
+    CHECK(bad(json{{"key", ""}}) == "key: must not be empty");
+    CHECK(bad(json{{"key", 5}}) == "key: must be a string");
+    CHECK(bad(json{{"key", std::string(256, 'v')}}) == "key: is longer than 255 bytes");
+    CHECK(bad(json{{"key", std::string("v\0", 2)}}) == "key: must not contain a NUL character");
+    CHECK(bad(json{{"key", "\xed\xa0\x80"}}) == "key: must be valid UTF-8");
+    CHECK(bad(json{{"force", "yes"}}) == "force: must be true or false");
+    CHECK(bad(json{{"forced", true}}) == "unknown field \"forced\"");
+    CHECK(bad(json::array()) == "body must be a JSON object");
 }
 
 TEST_CASE("path ids are plain positive decimals") {

@@ -526,9 +526,13 @@ TEST_CASE("the Idempotency-Key header is a deposit's key, and a body naming anot
     CHECK(r.status == 400);
     CHECK(json::parse(r.body)["code"] == "invalid_request");
     CHECK(contains(json::parse(r.body)["detail"], "Idempotency-Key"));
+    // The header is checked as text where it arrives, and the refusal names it.
     r = post(json{{"amount", "20.00"}}, "");
     CHECK(r.status == 400);
-    CHECK(json::parse(r.body)["detail"] == "key: must not be empty");
+    CHECK(json::parse(r.body)["detail"] == "the Idempotency-Key header must not be empty");
+    r = post(json{{"amount", "20.00"}}, "hdr-\xff");
+    CHECK(r.status == 400);
+    CHECK(json::parse(r.body)["detail"] == "the Idempotency-Key header must be valid UTF-8");
 
     CHECK(get_account(e.port(), 7)["available"] == "20.00");
     CHECK(e.text("SELECT string_agg(entry_key, ',') FROM ledger_transfers") == "deposit:7:hdr-1");

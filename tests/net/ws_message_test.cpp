@@ -103,6 +103,34 @@ TEST_CASE("deeply nested input is refused before parsing") {
     CHECK(std::holds_alternative<inbound_message>(ok));
 }
 
+TEST_CASE("a NUL byte or anything after the document is invalid_json") {
+    using namespace std::string_literals;
+    for (const std::string& text :
+         {R"({"type":"place","id":"c1"})"s + "\0garbage"s, R"({"type":"place","id":"c1"}x)"s,
+          R"({"type":"place","id":"c1"} {"type":"place","id":"c2"})"s}) {
+        const json e = error_of(text);
+        CHECK(e["code"] == "invalid_json");
+        CHECK(e["id"].is_null());
+    }
+}
+
+TEST_CASE("a duplicate key or a NUL in a string is invalid_request, echoing the id read first") {
+    json e = error_of(R"({"type":"place","id":"c1","stake":"0.10","stake":"5000.00"})");
+    CHECK(e["code"] == "invalid_request");
+    CHECK(e["id"] == "c1");
+    CHECK(e["message"] == R"(the key "stake" appears twice in one object)");
+    e = error_of(R"({"type":"place","id":7,"idempotency_key":"k\u0000"})");
+    CHECK(e["code"] == "invalid_request");
+    CHECK(e["id"] == 7);
+    CHECK(e["message"] == R"("idempotency_key" must not contain a NUL character)");
+    // The id itself repeated: the first one is the one echoed.
+    e = error_of(R"({"id":"a","type":"place","id":"b"})");
+    CHECK(e["id"] == "a");
+    // Before the id was read there is none to echo.
+    e = error_of(R"({"stake":"1","stake":"2","type":"place","id":"c1"})");
+    CHECK(e["id"].is_null());
+}
+
 TEST_CASE("a well-formed message of a known type is returned whole") {
     auto r = parse_message(R"({"type":"place","id":"c1","stake":"10.00"})", known_types());
     REQUIRE(std::holds_alternative<inbound_message>(r));

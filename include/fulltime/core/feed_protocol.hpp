@@ -6,7 +6,8 @@
 /// unit-tested on its own.
 ///
 /// Every refusal carries one English sentence naming the field and what is wrong with it, fit
-/// for a client; the wire code is always `invalid_request`.
+/// for a client; the wire code is always `invalid_request`. Every text field keeps the rules of
+/// client text (client_text::check: its length, UTF-8, no NUL) before it can reach SQL.
 
 #include <boost/system/result.hpp>
 #include <nlohmann/json_fwd.hpp>
@@ -22,8 +23,6 @@ namespace fulltime::feed {
 
 /// Most selections one market message may carry.
 inline constexpr std::size_t selections_per_message_max = 256;
-/// Longest event, market or selection name, in bytes (the schema's CHECK).
-inline constexpr std::size_t name_bytes_max = 200;
 /// Most exposure shard rows per market (the schema's CHECK and config's bound).
 inline constexpr int exposure_shards_max = 64;
 
@@ -94,8 +93,6 @@ parsed<status_message> parse_status(const nlohmann::json& message);
 
 /// Most outcomes one `result` message may carry.
 inline constexpr std::size_t outcomes_per_result_max = 256;
-/// Longest producer event key, in bytes (the schema's CHECK on result_events.event_key).
-inline constexpr std::size_t event_key_bytes_max = 255;
 /// Largest `seq` (result_events.seq is a PostgreSQL integer).
 inline constexpr std::int64_t seq_max = 2'147'483'647;
 /// Units of one whole void or dead-heat factor: "0.5" is 5000, "1" is 10000. The settlement SQL
@@ -124,7 +121,7 @@ struct result_outcome {
 struct result_event_message {
     std::int64_t market_id = 0;
     std::int32_t seq = 0;   ///< 1..seq_max
-    std::string event_key;  ///< 1..event_key_bytes_max bytes, no NUL
+    std::string event_key;  ///< 1..limits::event_key_bytes_max bytes (client_text::check)
     result_event_kind kind = result_event_kind::result;
     /// `result` only: 1..outcomes_per_result_max, distinct ids, sorted by selection_id.
     std::vector<result_outcome> outcomes;
@@ -161,12 +158,22 @@ struct transfer_request {
     std::string key;                      ///< 1..limits::idempotency_key_bytes_max bytes
 };
 
+/// Holds a validated `POST /v1/markets/{id}/void-overdue` body.
+struct void_request {
+    /// The event key, 1..limits::event_key_bytes_max bytes; none: the engine's default key.
+    std::optional<std::string> key;
+    bool force = false;  ///< void even before the reservation deadline
+};
+
 /// Validates a `POST /v1/accounts` body `{"account_id":42,"currency":"EUR"}`; a currency with
 /// more decimals than the engine holds (CLF, UYW) is refused.
 parsed<account_request> parse_account_request(const nlohmann::json& body);
 
 /// Validates a deposit or withdrawal body `{"amount":"100.00","key":"k1"}`.
 parsed<transfer_request> parse_transfer_request(const nlohmann::json& body);
+
+/// Validates a void-overdue body `{"key":"v1","force":true}`; both fields are optional.
+parsed<void_request> parse_void_request(const nlohmann::json& body);
 
 /// Parses a positive decimal id as it appears in a path ("42"); refuses signs, leading zeros,
 /// anything but digits, and values over INT64_MAX.

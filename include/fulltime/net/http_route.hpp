@@ -6,7 +6,8 @@
 #include "fulltime/core/token.hpp"
 
 #include <boost/asio/awaitable.hpp>
-#include <nlohmann/json_fwd.hpp>
+#include <boost/system/result.hpp>
+#include <nlohmann/json.hpp>
 
 #include <functional>
 #include <optional>
@@ -74,10 +75,15 @@ inline std::string_view operator_of(const http_request& request) noexcept {
 /// `code` is from the same list as the WebSocket errors' `code` (docs/protocol.md, "Errors").
 http_response problem(unsigned status, std::string_view code, std::string_view detail);
 
+/// Returns `body` parsed as client JSON (parse_strict_json: one document, no duplicate key, no
+/// NUL), or the 400 problem that refuses it: invalid_json, or invalid_request naming the key.
+boost::system::result<nlohmann::json, http_response> parse_body(std::string_view body);
+
 /// Carries the request's Idempotency-Key header into the JSON object `body` as its `field`
 /// ("key"), so that the route parses one key whichever way it came. Returns a 400
-/// invalid_request problem when the body names a different key; a body that is not an object is
-/// left for the route's parser to refuse.
+/// invalid_request problem when the header breaks the rules of client text (empty, over
+/// limits::idempotency_key_bytes_max bytes, a NUL, not UTF-8: client_text::check) or the body
+/// names a different key; a body that is not an object is left for the route's parser to refuse.
 std::optional<http_response> take_idempotency_header(const http_request& request,
                                                      nlohmann::json& body,
                                                      std::string_view field = "key");
