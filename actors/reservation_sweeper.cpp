@@ -47,12 +47,12 @@ void add_reserved(nlohmann::json& total, const std::string& chunk) {
 }  // namespace
 
 bool sweep_memory::clean(std::int64_t market, std::int64_t bet_id_max,
-                         std::int32_t applied_seq) const {
+                         std::int64_t applied_seq) const {
     auto it = clean_.find(market);
     return it != clean_.end() && it->second == std::make_pair(bet_id_max, applied_seq);
 }
 
-void sweep_memory::remember(std::int64_t market, std::int64_t bet_id_max, std::int32_t applied_seq,
+void sweep_memory::remember(std::int64_t market, std::int64_t bet_id_max, std::int64_t applied_seq,
                             bool is_clean) {
     if (!is_clean) {
         clean_.erase(market);

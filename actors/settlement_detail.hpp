@@ -50,7 +50,7 @@ struct step_result {
     step_status status = step_status::failed;
     /// Steps run, per status (one step: 1 at its status; steps in a slot: each one's).
     std::array<std::uint32_t, 8> steps{};
-    std::int32_t seq = 0;
+    std::int64_t seq = 0;
     std::string kind;                      ///< the event's kind, when the step worked on one
     std::int64_t bets = 0;                 ///< bets the batches looked at
     std::int64_t effects = 0;              ///< settlement rows they wrote

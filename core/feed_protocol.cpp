@@ -381,27 +381,27 @@ parsed<std::vector<result_outcome>> parse_outcomes(const json& message) {
     return out;
 }
 
-parsed<std::int32_t> sequence_number(const json& message) {
-    const auto it = message.find("seq");
+parsed<std::int64_t> sequence_number(const json& message, const char* name = "seq") {
+    const auto it = message.find(name);
     if (it == message.end() || it->is_null()) {
-        return fail("seq", "is required");
+        return fail(name, "is required");
     }
     const std::string what = "must be an integer from 1 to " + std::to_string(seq_max);
     if (it->is_number_unsigned()) {
         const auto v = it->get<std::uint64_t>();
         if (v < 1 || v > static_cast<std::uint64_t>(seq_max)) {
-            return fail("seq", what);
+            return fail(name, what);
         }
-        return static_cast<std::int32_t>(v);
+        return static_cast<std::int64_t>(v);
     }
     if (it->is_number_integer()) {
         const auto v = it->get<std::int64_t>();
         if (v < 1 || v > seq_max) {
-            return fail("seq", what);
+            return fail(name, what);
         }
-        return static_cast<std::int32_t>(v);
+        return v;
     }
-    return fail("seq", what);
+    return fail(name, what);
 }
 
 }  // namespace
@@ -787,6 +787,34 @@ parsed<void_request> parse_void_request(const json& body) {
         }
         r.force = force.get<bool>();
     }
+    return r;
+}
+
+parsed<close_gap_request> parse_close_gap_request(const json& body) {
+    if (auto refused = refuse_body(body, {"key", "from", "through"})) {
+        return *refused;
+    }
+    close_gap_request r;
+    if (has(body, "key")) {
+        auto key = bounded_string(body, "key", limits::event_key_bytes_max);
+        if (!key) {
+            return key.error();
+        }
+        r.key = std::move(*key);
+    }
+    auto from = sequence_number(body, "from");
+    if (!from) {
+        return from.error();
+    }
+    auto through = sequence_number(body, "through");
+    if (!through) {
+        return through.error();
+    }
+    if (*through < *from) {
+        return fail("through", "must be at least \"from\"");
+    }
+    r.from = *from;
+    r.through = *through;
     return r;
 }
 

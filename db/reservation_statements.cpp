@@ -18,6 +18,10 @@ using decided = detail::decision<void_overdue_record>;
 // Timestamps travel as RFC 3339 text in UTC, as the wire formats write them.
 #define FULLTIME_RFC3339(x) "to_char((" x ") AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')"
 
+constexpr const char* close_gap_sql =
+    "SELECT outcome, result_event_id, detail "
+    "FROM fulltime_close_gap($1::bigint, $2::bigint, $3::bigint, $4::text, $5::text)";
+
 constexpr const char* void_overdue_sql =
     "SELECT outcome, result_event_id, seq, " FULLTIME_RFC3339("deadline") ", detail "
     "FROM fulltime_void_overdue($1::bigint, $2::text, $3::text, $4::boolean, $5::bigint, "
@@ -51,7 +55,8 @@ constexpr const char* note_overdue_sql =
 std::optional<void_overdue_status> status_from_string(std::string_view text) noexcept {
     for (auto s : {void_overdue_status::stored, void_overdue_status::duplicate,
                    void_overdue_status::conflict, void_overdue_status::unknown_market,
-                   void_overdue_status::not_overdue, void_overdue_status::nothing_to_void}) {
+                   void_overdue_status::not_overdue, void_overdue_status::nothing_to_void,
+                   void_overdue_status::feed_gap}) {
         if (to_string(s) == text) {
             return s;
         }
@@ -79,6 +84,11 @@ std::string message_for(const void_overdue_record& r, std::int64_t market_id,
                    " (--force voids them anyway)";
         case void_overdue_status::nothing_to_void:
             return market + " holds no open bet";
+        case void_overdue_status::feed_gap:
+            return std::string(detail) +
+                   ": the void would wait behind them; close the gap first "
+                   "(POST /v1/markets/" +
+                   std::to_string(market_id) + "/close-gap)";
     }
     return {};
 }
@@ -95,7 +105,7 @@ asio::awaitable<outcome<decided>> void_body(void_overdue_request req, connection
     }
     auto outcome_text = called->get<std::string_view>(0, 0);
     auto event_id = called->get<std::optional<std::int64_t>>(0, 1);
-    auto seq = called->get<std::optional<std::int32_t>>(0, 2);
+    auto seq = called->get<std::optional<std::int64_t>>(0, 2);
     auto deadline = called->get<std::optional<std::string>>(0, 3);
     auto detail = called->get<std::optional<std::string>>(0, 4);
     if (!outcome_text || !event_id || !seq || !deadline || !detail) {
@@ -120,7 +130,93 @@ asio::awaitable<outcome<decided>> void_body(void_overdue_request req, connection
     co_return discard(std::move(r));
 }
 
+asio::awaitable<outcome<detail::decision<close_gap_record>>> close_gap_body(close_gap_request req,
+                                                                            connection& conn) {
+    auto called = co_await conn.query(close_gap_sql, params{req.market_id, req.from, req.through,
+                                                            req.event_key, req.operator_name});
+    if (!called) {
+        co_return called.error();
+    }
+    if (called->rows() != 1) {
+        co_return failure{errc::bad_result, {}, "fulltime_close_gap returned no row"};
+    }
+    auto outcome_text = called->get<std::string_view>(0, 0);
+    auto event_id = called->get<std::optional<std::int64_t>>(0, 1);
+    auto detail = called->get<std::optional<std::string>>(0, 2);
+    if (!outcome_text || !event_id || !detail) {
+        co_return failure{errc::bad_result, {}, "unexpected fulltime_close_gap row"};
+    }
+    std::optional<close_gap_status> status;
+    for (auto s :
+         {close_gap_status::stored, close_gap_status::duplicate, close_gap_status::conflict,
+          close_gap_status::unknown_market, close_gap_status::not_a_gap}) {
+        if (to_string(s) == *outcome_text) {
+            status = s;
+        }
+    }
+    if (!status) {
+        co_return failure{errc::bad_result,
+                          {},
+                          "unknown fulltime_close_gap outcome " + std::string(*outcome_text)};
+    }
+    close_gap_record r;
+    r.status = *status;
+    r.result_event_id = event_id->value_or(0);
+    r.event_key = req.event_key;
+    const std::string market = "market " + std::to_string(req.market_id);
+    const std::string range =
+        "seq " + std::to_string(req.from) + " to " + std::to_string(req.through);
+    switch (r.status) {
+        case close_gap_status::stored:
+            r.message = "closed " + range + " of " + market + "; its settlement moves past them";
+            break;
+        case close_gap_status::duplicate:
+            r.message = "event_key \"" + r.event_key + "\" closed " + range + " of " + market +
+                        " before; nothing new was stored";
+            break;
+        case close_gap_status::unknown_market:
+            r.message = market + " does not exist";
+            break;
+        case close_gap_status::conflict:
+        case close_gap_status::not_a_gap:
+            r.message = range + " of " + market + " is not a gap to close: " + detail->value_or("");
+            break;
+    }
+    if (r.status == close_gap_status::stored) {
+        co_return detail::keep(std::move(r));
+    }
+    co_return detail::discard(std::move(r));
+}
+
 }  // namespace
+
+std::string_view to_string(close_gap_status s) noexcept {
+    switch (s) {
+        case close_gap_status::stored:
+            return "stored";
+        case close_gap_status::duplicate:
+            return "duplicate";
+        case close_gap_status::conflict:
+            return "conflict";
+        case close_gap_status::unknown_market:
+            return "unknown_market";
+        case close_gap_status::not_a_gap:
+            return "not_a_gap";
+    }
+    return "unknown";
+}
+
+asio::awaitable<outcome<close_gap_record>> close_gap(connection& conn, close_gap_request request,
+                                                     transaction_options options,
+                                                     std::size_t lock_retries_max) {
+    if (request.event_key.empty()) {
+        request.event_key = "operator:close-gap:" + std::to_string(request.market_id) + ":" +
+                            std::to_string(request.from) + "-" + std::to_string(request.through);
+    }
+    auto done = co_await detail::run_short_transaction<close_gap_record>(
+        conn, options, lock_retries_max, std::bind_front(close_gap_body, std::move(request)));
+    co_return done;
+}
 
 std::string_view to_string(void_overdue_status s) noexcept {
     switch (s) {
@@ -136,6 +232,8 @@ std::string_view to_string(void_overdue_status s) noexcept {
             return "not_overdue";
         case void_overdue_status::nothing_to_void:
             return "nothing_to_void";
+        case void_overdue_status::feed_gap:
+            return "feed_gap";
     }
     return "unknown";
 }
@@ -171,7 +269,7 @@ asio::awaitable<outcome<std::vector<sweep_market>>> read_sweep_page(
         auto deadline = rows->get<std::string>(row, 1);
         auto overdue = rows->get<bool>(row, 2);
         auto bet_max = rows->get<std::int64_t>(row, 3);
-        auto applied = rows->get<std::int32_t>(row, 4);
+        auto applied = rows->get<std::int64_t>(row, 4);
         auto open = rows->get<bool>(row, 5);
         if (!id || !deadline || !overdue || !bet_max || !applied || !open) {
             co_return failure{errc::bad_result, {}, "unexpected sweep page row"};

@@ -22,7 +22,7 @@ using decided = detail::decision<result_event_record>;
 // suspension, all in the function (db/functions/fulltime_record_result.sql).
 constexpr const char* record_result_sql =
     "SELECT outcome, result_event_id, detail "
-    "FROM fulltime_record_result($1::bigint, $2::integer, $3::text, $4::text, $5::jsonb, $6::text)";
+    "FROM fulltime_record_result($1::bigint, $2::bigint, $3::text, $4::text, $5::jsonb, $6::text)";
 
 // The market's newest events with their outcomes, as one JSON document built by PostgreSQL.
 constexpr const char* list_events_sql =

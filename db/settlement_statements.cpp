@@ -28,7 +28,7 @@ constexpr const char* backlog_sql =
 // Read once per event, after the step that finished it, on the same connection.
 constexpr const char* outcome_sql =
     "SELECT coalesce(skipped, '{}'::jsonb)::text, coalesce(refusal, '') FROM result_events "
-    "WHERE market_id = $1::bigint AND seq = $2::integer";
+    "WHERE market_id = $1::bigint AND seq = $2::bigint";
 
 template <class T>
 T or_default(outcome<T> value, T fallback) {
@@ -58,7 +58,7 @@ asio::awaitable<outcome<settle_step_row>> settle_step(connection& conn, std::int
     }
     settle_step_row r;
     r.status = std::move(*status);
-    r.seq = or_default<std::int32_t>(rows->get<std::int32_t>(0, 1), 0);
+    r.seq = or_default<std::int64_t>(rows->get<std::int64_t>(0, 1), 0);
     r.kind = std::string(or_default<std::string_view>(rows->get<std::string_view>(0, 2), ""));
     r.bets = or_default<std::int32_t>(rows->get<std::int32_t>(0, 3), 0);
     r.effects = or_default<std::int32_t>(rows->get<std::int32_t>(0, 4), 0);
@@ -66,7 +66,7 @@ asio::awaitable<outcome<settle_step_row>> settle_step(connection& conn, std::int
 }
 
 asio::awaitable<outcome<std::optional<event_outcome>>> read_event_outcome(
-    connection& conn, std::int64_t market_id, std::int32_t seq, std::chrono::milliseconds timeout) {
+    connection& conn, std::int64_t market_id, std::int64_t seq, std::chrono::milliseconds timeout) {
     auto read = co_await conn.query(outcome_sql, params(market_id, seq), timeout);
     if (!read) {
         co_return read.error();

@@ -131,7 +131,7 @@ asio::awaitable<feed_answer> apply_result_event(std::shared_ptr<feed_state> st, 
         co_return refused(400, "invalid_request", parsed.error().message);
     }
     const std::int64_t market_id = parsed->market_id;
-    const std::int32_t seq = parsed->seq;
+    const std::int64_t seq = parsed->seq;
     const std::string event_key = parsed->event_key;
     if (producer.empty()) {
         producer = std::string(producer_fallback);

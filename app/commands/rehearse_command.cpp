@@ -94,7 +94,7 @@ struct burst_market {
     json result;  ///< the result as first sent (for a duplicate)
 };
 
-json result_event(std::int64_t market_id, std::int32_t seq, const std::string& key,
+json result_event(std::int64_t market_id, std::int64_t seq, const std::string& key,
                   std::int64_t winner) {
     return {{"type", "result"},
             {"market_id", market_id},

@@ -861,7 +861,7 @@ void driver::start_sampling() {
     });
 }
 
-void driver::watch_applied(std::vector<std::int64_t> market_ids, std::int32_t seq) {
+void driver::watch_applied(std::vector<std::int64_t> market_ids, std::int64_t seq) {
     asio::post(impl_->ioc, [&d = *impl_, ids = std::move(market_ids), seq]() mutable {
         d.watched = std::move(ids);
         d.watched_seq = seq;

@@ -110,7 +110,7 @@ public:
     /// Makes the sampler also read, every 0.5 s, each market's events (GET
     /// /v1/feed/markets/{id}/events, as its producer would) until event `seq` of every one of
     /// them is applied. Returns at once.
-    void watch_applied(std::vector<std::int64_t> market_ids, std::int32_t seq);
+    void watch_applied(std::vector<std::int64_t> market_ids, std::int64_t seq);
 
     /// Holds what the sampler read.
     struct samples {

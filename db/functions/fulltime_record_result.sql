@@ -5,7 +5,7 @@
 
 CREATE OR REPLACE FUNCTION fulltime_record_result(
     p_market_id   bigint,
-    p_seq         integer,
+    p_seq         bigint,
     p_event_key   text,
     p_kind        text,
     p_payload     jsonb,
@@ -38,6 +38,21 @@ BEGIN
             detail := v_missing::text;
             RETURN;
         END IF;
+    END IF;
+
+    -- A seq inside a hole the operator closed (a gap_closed event at or before it that reaches
+    -- it) holds the operator's decision that it never comes: refused like a taken seq.
+    SELECT * INTO v_existing FROM result_events e
+    WHERE e.market_id = p_market_id AND e.seq < p_seq
+    ORDER BY e.seq DESC LIMIT 1;
+    IF FOUND AND v_existing.kind = 'gap_closed'
+       AND (v_existing.payload->>'through')::bigint >= p_seq THEN
+        outcome := 'conflict';
+        result_event_id := v_existing.result_event_id;
+        detail := format('market %s seq %s is inside the gap the operator closed (seq %s to %s, '
+                         'event_key %s)', p_market_id, p_seq, v_existing.seq,
+                         v_existing.payload->>'through', v_existing.event_key);
+        RETURN;
     END IF;
 
     INSERT INTO result_events (market_id, seq, event_key, kind, payload, producer)

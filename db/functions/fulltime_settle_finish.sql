@@ -15,7 +15,7 @@
 CREATE OR REPLACE FUNCTION fulltime_settle_finish(
     p_market_id     bigint,
     p_event_id      bigint,
-    p_seq           integer,
+    p_seq           bigint,
     p_kind          text,
     p_event_effects bigint,   -- settlement_progress.event_effects: rows the event wrote ...
     p_event_skipped jsonb)    -- ... and the bets it skipped, per code

@@ -33,7 +33,7 @@ CREATE OR REPLACE FUNCTION fulltime_settle_step(
     p_batch_size      integer,
     p_lock_timeout_ms integer,
     OUT status        text,     -- 'idle' | 'gap' | 'started' | 'fenced' | 'batch' | 'finished'
-    OUT seq           integer,  -- the event this step worked on (or waits for)
+    OUT seq           bigint,   -- the event this step worked on (or waits for)
     OUT kind          text,
     OUT bets          integer,  -- bets this batch looked at
     OUT effects       integer,  -- settlement rows this batch wrote
@@ -77,6 +77,21 @@ BEGIN
                                         WHERE e.market_id = p_market_id
                                           AND e.seq > v_progress.applied_seq + 1)
                            THEN 'gap' ELSE 'idle' END;
+            RETURN;
+        END IF;
+        IF v_event.kind = 'gap_closed' THEN
+            -- The operator's close of a hole: no bet to touch; the progress moves past the
+            -- hole's last seq at once, and the event after it may start.
+            UPDATE result_events e SET applied_at = now(), skipped = '{}'
+            WHERE e.result_event_id = v_event.result_event_id;
+            UPDATE settlement_progress p
+            SET applied_seq = (v_event.payload->>'through')::bigint
+            WHERE p.market_id = p_market_id;
+            status := 'finished';
+            seq := v_event.seq;
+            kind := v_event.kind;
+            bets := 0;
+            effects := 0;
             RETURN;
         END IF;
         UPDATE settlement_progress p

@@ -18,9 +18,9 @@ CREATE OR REPLACE FUNCTION fulltime_void_overdue(
     p_grace_s            bigint,
     p_default_deadline_s bigint,
     OUT outcome          text,   -- 'stored' | 'duplicate' | 'conflict' | 'unknown_market'
-                                 -- | 'not_overdue' | 'nothing_to_void'
+                                 -- | 'not_overdue' | 'nothing_to_void' | 'feed_gap'
     OUT result_event_id  bigint,
-    OUT seq              integer,
+    OUT seq              bigint,
     OUT deadline         timestamptz,
     OUT detail           text)
 LANGUAGE plpgsql
@@ -29,6 +29,8 @@ AS $$
 DECLARE
     v_existing result_events%ROWTYPE;
     v_attempt  integer;
+    v_gap_from    bigint;
+    v_gap_through bigint;
 BEGIN
     PERFORM 1 FROM markets m WHERE m.market_id = p_market_id;
     IF NOT FOUND THEN
@@ -70,6 +72,23 @@ BEGIN
     LIMIT 1;
     IF NOT FOUND THEN
         outcome := 'nothing_to_void';
+        RETURN;
+    END IF;
+
+    -- A hole in the market's seq before its newest event would hold the void back for good:
+    -- refused, naming the hole, for the operator to close it first (fulltime_close_gap).
+    SELECT g.from_seq, g.through_seq INTO v_gap_from, v_gap_through
+    FROM fulltime_first_gap(p_market_id) g;
+    IF v_gap_from IS NOT NULL THEN
+        outcome := 'feed_gap';
+        detail := format('seq %s to %s of market %s never arrived, and the events after them '
+                         'wait for them', v_gap_from, v_gap_through, p_market_id);
+        RETURN;
+    END IF;
+    IF (SELECT max(e.seq) FROM result_events e WHERE e.market_id = p_market_id)
+       = 9223372036854775807 THEN
+        outcome := 'conflict';
+        detail := format('market %s has no seq left after its newest event', p_market_id);
         RETURN;
     END IF;
 

@@ -640,21 +640,26 @@ TEST_CASE("result event common fields market_id seq and event_key are checked") 
     CHECK(result_refusal("market_id", 1.5) == "market_id: must be a positive integer");
     CHECK(contains(result_refusal("market_id", 9223372036854775808ULL), "too large"));
 
-    const std::string seq_rule = "seq: must be an integer from 1 to 2147483647";
+    const std::string seq_rule = "seq: must be an integer from 1 to 9223372036854775806";
     m = valid_result();
     m.erase("seq");
     CHECK(refusal(feed::parse_result_event(m)) == "seq: is required");
     CHECK(result_refusal("seq", nullptr) == "seq: is required");
     CHECK(result_refusal("seq", 0) == seq_rule);
     CHECK(result_refusal("seq", -1) == seq_rule);
-    CHECK(result_refusal("seq", 2147483648LL) == seq_rule);
+    CHECK(result_refusal("seq", 9223372036854775807LL) == seq_rule);
+    CHECK(result_refusal("seq", 9223372036854775808ULL) == seq_rule);
     CHECK(result_refusal("seq", 18446744073709551615ULL) == seq_rule);
     CHECK(result_refusal("seq", 1.0) == seq_rule);
     CHECK(result_refusal("seq", "1") == seq_rule);
     m = valid_result();
-    m["seq"] = 2147483647;
+    // 64-bit: past PostgreSQL's integer, up to one below bigint's largest.
+    m["seq"] = 2147483648LL;
     REQUIRE(feed::parse_result_event(m).has_value());
-    CHECK(feed::parse_result_event(m)->seq == 2147483647);
+    CHECK(feed::parse_result_event(m)->seq == 2147483648LL);
+    m["seq"] = 9223372036854775806LL;
+    REQUIRE(feed::parse_result_event(m).has_value());
+    CHECK(feed::parse_result_event(m)->seq == 9223372036854775806LL);
 
     m = valid_result();
     m.erase("event_key");

@@ -371,7 +371,8 @@ awaitable<void> minor_units_refused(std::string url) {
     FT_AWAIT_OK(co_await conn->execute_script("DELETE FROM accounts WHERE currency <> 'EUR'"));
     auto applied = co_await db::migrate(*conn, all);
     FT_REQUIRE_OK(applied);
-    CHECK(applied->applied == std::vector<std::string>{"0007_currency_minor_units.sql"});
+    REQUIRE_FALSE(applied->applied.empty());
+    CHECK(applied->applied.front() == "0007_currency_minor_units.sql");
 }
 
 awaitable<void> engine_schema(std::string url) {

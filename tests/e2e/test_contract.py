@@ -616,6 +616,30 @@ class ContractTrafficTest(EngineTestCase):
         self.assertEqual((first["duplicate"], again["duplicate"], again["seq"]),
                          (False, True, first["seq"]))
 
+        # A hole in a market's feed (only seq 3 arrives) and the operator's close of it; the
+        # void refuses to wait behind such a hole.
+        self.expect(200, "POST", "/v1/feed", dict(MARKET, market_id=700, event_id=70,
+                                                  selections=[{"selection_id": 7001,
+                                                               "name": "Home", "odds": "2.00"}]),
+                    token=producer)
+        self.expect(200, "POST", "/v1/feed", {"type": "cancel", "market_id": 700, "seq": 3,
+                                              "event_key": "gap-c3"}, token=producer)
+        gap = "/v1/feed/markets/700/close-gap"
+        self.refused(409, "not_a_gap", "POST", gap, {"from": 1, "through": 3}, token=admin)
+        self.refused(404, "unknown_market", "POST", "/v1/feed/markets/998/close-gap",
+                     {"from": 1, "through": 2}, token=admin)
+        self.refused(400, "invalid_request", "POST", gap, raw=json.dumps(
+            {"from": 2, "through": 1}).encode(), token=admin)
+        self.refused(400, "invalid_json", "POST", gap, raw=b"{", token=admin)
+        self.refused(401, "unauthorized", "POST", gap, raw=b"{}", token=producer)
+        self.refused(409, "conflict", "POST", gap, raw=json.dumps(
+            {"from": 1, "through": 2, "key": HOME_WINS["event_key"]}).encode(), token=admin)
+        closed = self.expect(200, "POST", gap, {"from": 1, "through": 2, "key": "g1"},
+                             token=admin)
+        again = self.expect(200, "POST", gap, {"from": 1, "through": 2}, token=admin,
+                            headers={"Idempotency-Key": "g1"})
+        self.assertEqual((closed["duplicate"], again["duplicate"]), (False, True))
+
         # Reconciliation and incidents: a drift made by hand is found and listed.
         self.sql("UPDATE accounts SET available = available + 1 WHERE account_id = 43")
         run = self.expect(200, "POST", "/v1/reconcile", token=admin)

@@ -274,7 +274,8 @@ TEST_CASE("result events for unknown markets or selections and invalid ones writ
           "a JSON number or other value");
     json zero_seq = result_message();
     zero_seq["seq"] = 0;
-    CHECK(round_trip(c, zero_seq)["message"] == "seq: must be an integer from 1 to 2147483647");
+    CHECK(round_trip(c, zero_seq)["message"] ==
+          "seq: must be an integer from 1 to 9223372036854775806");
     json extra = result_message();
     extra["winner"] = 1001;
     CHECK(round_trip(c, extra)["message"] == "unknown field \"winner\"");

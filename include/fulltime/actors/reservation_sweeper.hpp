@@ -75,15 +75,15 @@ struct sweep_report {
 class sweep_memory {
 public:
     /// Returns whether `market` was clean at exactly this newest bet and applied seq.
-    bool clean(std::int64_t market, std::int64_t bet_id_max, std::int32_t applied_seq) const;
+    bool clean(std::int64_t market, std::int64_t bet_id_max, std::int64_t applied_seq) const;
     /// Records the market as clean at this state, or forgets it.
-    void remember(std::int64_t market, std::int64_t bet_id_max, std::int32_t applied_seq,
+    void remember(std::int64_t market, std::int64_t bet_id_max, std::int64_t applied_seq,
                   bool is_clean);
 
     bool stopped = false;  ///< set by reservation_sweeper::stop(): a sweep ends at once
 
 private:
-    std::map<std::int64_t, std::pair<std::int64_t, std::int32_t>> clean_;
+    std::map<std::int64_t, std::pair<std::int64_t, std::int64_t>> clean_;
 };
 
 /// Runs one sweep on connections of `pool` (see above). Never throws; a database error ends

@@ -93,8 +93,9 @@ parsed<status_message> parse_status(const nlohmann::json& message);
 
 /// Most outcomes one `result` message may carry.
 inline constexpr std::size_t outcomes_per_result_max = 256;
-/// Largest `seq` (result_events.seq is a PostgreSQL integer).
-inline constexpr std::int64_t seq_max = 2'147'483'647;
+/// Largest `seq` a producer may send (result_events.seq is a PostgreSQL bigint): one below
+/// bigint's largest, so that the operator's void of the market still has a seq after it.
+inline constexpr std::int64_t seq_max = 9'223'372'036'854'775'806;
 /// Units of one whole void or dead-heat factor: "0.5" is 5000, "1" is 10000. The settlement SQL
 /// reads factors in these units.
 inline constexpr std::int64_t factor_units = 10'000;
@@ -120,7 +121,7 @@ struct result_outcome {
 /// what duplicates are compared on, so it is a deterministic function of the other fields.
 struct result_event_message {
     std::int64_t market_id = 0;
-    std::int32_t seq = 0;   ///< 1..seq_max
+    std::int64_t seq = 0;   ///< 1..seq_max
     std::string event_key;  ///< 1..limits::event_key_bytes_max bytes (client_text::check)
     result_event_kind kind = result_event_kind::result;
     /// `result` only: 1..outcomes_per_result_max, distinct ids, sorted by selection_id.
@@ -165,6 +166,15 @@ struct void_request {
     bool force = false;  ///< void even before the reservation deadline
 };
 
+/// Holds a validated `POST /v1/markets/{id}/close-gap` body: the seqs the operator declares
+/// will never come.
+struct close_gap_request {
+    /// The event key, 1..limits::event_key_bytes_max bytes; none: the engine's default key.
+    std::optional<std::string> key;
+    std::int64_t from = 0;     ///< the hole's first seq, 1..seq_max
+    std::int64_t through = 0;  ///< its last, from..seq_max
+};
+
 /// Validates a `POST /v1/accounts` body `{"account_id":42,"currency":"EUR"}`; a currency with
 /// more decimals than the engine holds (CLF, UYW) is refused.
 parsed<account_request> parse_account_request(const nlohmann::json& body);
@@ -174,6 +184,9 @@ parsed<transfer_request> parse_transfer_request(const nlohmann::json& body);
 
 /// Validates a void-overdue body `{"key":"v1","force":true}`; both fields are optional.
 parsed<void_request> parse_void_request(const nlohmann::json& body);
+
+/// Validates a close-gap body `{"from":1,"through":4,"key":"g1"}`; `key` is optional.
+parsed<close_gap_request> parse_close_gap_request(const nlohmann::json& body);
 
 /// Parses a positive decimal id as it appears in a path ("42"); refuses signs, leading zeros,
 /// anything but digits, and values over INT64_MAX.

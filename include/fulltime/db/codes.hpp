@@ -25,18 +25,24 @@ inline constexpr std::array<std::string_view, 5> bet_skip = {
 inline constexpr std::array<std::string_view, 4> event_refusal = {
     "nothing_to_rollback", "nothing_to_void", "bet_cancelled", "already_cancelled"};
 
-/// Lists the kinds of result event: result_events.kind (void_open is stored by the operator's
-/// void only, never by a producer).
-inline constexpr std::array<std::string_view, 5> result_event_kind = {
-    "result", "rollback_result", "cancel", "rollback_cancel", "void_open"};
+/// Lists the kinds of result event: result_events.kind (void_open and gap_closed are stored by
+/// the operator only, never by a producer; gap_closed: migration 0008).
+inline constexpr std::array<std::string_view, 6> result_event_kind = {
+    "result", "rollback_result", "cancel", "rollback_cancel", "void_open", "gap_closed"};
 
 /// Lists the outcomes of fulltime_record_result.
 inline constexpr std::array<std::string_view, 5> record_result_outcome = {
     "stored", "duplicate", "conflict", "unknown_market", "unknown_selection"};
 
 /// Lists the outcomes of fulltime_void_overdue.
-inline constexpr std::array<std::string_view, 6> void_overdue_outcome = {
-    "stored", "duplicate", "conflict", "unknown_market", "not_overdue", "nothing_to_void"};
+/// (feed_gap: migration 0008).
+inline constexpr std::array<std::string_view, 7> void_overdue_outcome = {
+    "stored",      "duplicate",       "conflict", "unknown_market",
+    "not_overdue", "nothing_to_void", "feed_gap"};
+
+/// Lists the outcomes of fulltime_close_gap (migration 0008).
+inline constexpr std::array<std::string_view, 5> close_gap_outcome = {
+    "stored", "duplicate", "conflict", "unknown_market", "not_a_gap"};
 
 /// Lists the outcomes of fulltime_note_overdue.
 inline constexpr std::array<std::string_view, 4> note_overdue_outcome = {"opened", "updated",
@@ -89,13 +95,14 @@ struct domain {
 };
 
 /// Lists every domain above under its name in fulltime_codes.
-inline constexpr std::array<domain, 17> all_domains = {{
+inline constexpr std::array<domain, 18> all_domains = {{
     {"settle_status", settle_status},
     {"bet_skip", bet_skip},
     {"event_refusal", event_refusal},
     {"result_event_kind", result_event_kind},
     {"record_result_outcome", record_result_outcome},
     {"void_overdue_outcome", void_overdue_outcome},
+    {"close_gap_outcome", close_gap_outcome},
     {"note_overdue_outcome", note_overdue_outcome},
     {"place_outcome", place_outcome},
     {"place_refusal", place_refusal},

@@ -27,6 +27,7 @@ enum class void_overdue_status {
     unknown_market,   ///< no such market
     not_overdue,      ///< the market's reservation deadline has not passed (force overrides)
     nothing_to_void,  ///< the market holds no open bet
+    feed_gap,         ///< a hole in the market's seq would hold the void back (close-gap first)
 };
 
 /// Returns the snake_case name of a status, which for the refusals is their wire code.
@@ -46,7 +47,7 @@ struct void_overdue_request {
 struct void_overdue_record {
     void_overdue_status status = void_overdue_status::stored;
     std::int64_t result_event_id = 0;  ///< the stored (or earlier) event; 0 for a refusal
-    std::int32_t seq = 0;              ///< its seq in the market
+    std::int64_t seq = 0;              ///< its seq in the market
     std::string event_key;             ///< the key used
     std::string deadline;              ///< the market's reservation deadline (RFC 3339, UTC)
     std::string message;               ///< one sentence for the operator
@@ -62,13 +63,49 @@ boost::asio::awaitable<outcome<void_overdue_record>> void_overdue(connection& co
                                                                   transaction_options options,
                                                                   std::size_t lock_retries_max);
 
+/// Names how a close-gap request ended. Only `stored` wrote anything.
+enum class close_gap_status {
+    stored = 1,      ///< the gap_closed event is stored; the market's settlement moves past it
+    duplicate,       ///< the key was stored before for the same range: nothing new
+    conflict,        ///< the key belongs to another event, or a producer took the seq meanwhile
+    unknown_market,  ///< no such market
+    not_a_gap,       ///< a seq of the range is stored or applied, or no event follows it
+};
+
+/// Returns the snake_case name of a status, which for the refusals is their wire code.
+std::string_view to_string(close_gap_status s) noexcept;
+
+/// Holds one close-gap request: seqs `from` to `through` of the market will never come.
+struct close_gap_request {
+    std::int64_t market_id = 0;
+    std::int64_t from = 0;
+    std::int64_t through = 0;
+    std::string event_key;      ///< empty: "operator:close-gap:<market>:<from>-<through>"
+    std::string operator_name;  ///< who asked, kept in the event's payload
+};
+
+/// Holds the answer to a close-gap request.
+struct close_gap_record {
+    close_gap_status status = close_gap_status::stored;
+    std::int64_t result_event_id = 0;  ///< the stored (or earlier) event; 0 for most refusals
+    std::string event_key;             ///< the key used
+    std::string message;               ///< one sentence for the operator
+};
+
+/// Stores the gap_closed event of `request` by calling fulltime_close_gap in one transaction
+/// (retried at most `lock_retries_max` times after a lock timeout); commits only `stored`.
+boost::asio::awaitable<outcome<close_gap_record>> close_gap(connection& conn,
+                                                            close_gap_request request,
+                                                            transaction_options options,
+                                                            std::size_t lock_retries_max);
+
 /// Holds one market of a sweep page.
 struct sweep_market {
     std::int64_t market_id = 0;
     std::string deadline;          ///< RFC 3339, UTC
     bool overdue = false;          ///< the deadline has passed
     std::int64_t bet_id_max = 0;   ///< the market's newest bet (0: none)
-    std::int32_t applied_seq = 0;  ///< its settlement progress
+    std::int64_t applied_seq = 0;  ///< its settlement progress
     bool incident_open = false;    ///< an overdue_reservation incident is open for it
 };
 

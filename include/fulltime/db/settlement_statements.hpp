@@ -21,7 +21,7 @@ namespace fulltime::db {
 /// parse) reads as zero or empty; only the status is required.
 struct settle_step_row {
     std::string status;  ///< idle, gap, started, fenced, batch or finished
-    std::int32_t seq = 0;
+    std::int64_t seq = 0;
     std::string kind;
     std::int32_t bets = 0;
     std::int32_t effects = 0;
@@ -48,7 +48,7 @@ struct event_outcome {
 /// Reads the outcome of event `seq` of `market_id`; nullopt when there is no such event.
 /// Skipped counts that are not integers are left out. `timeout` bounds the round trip.
 boost::asio::awaitable<outcome<std::optional<event_outcome>>> read_event_outcome(
-    connection& conn, std::int64_t market_id, std::int32_t seq, std::chrono::milliseconds timeout);
+    connection& conn, std::int64_t market_id, std::int64_t seq, std::chrono::milliseconds timeout);
 
 /// Holds one market whose result events wait past its applied_seq.
 struct backlog_market {
