@@ -443,10 +443,15 @@ private:
                 reply = co_await handler.run(context, std::move(message.body));
             } else {
                 // The main loop owns what this handler uses: it runs there, and this coroutine
-                // resumes here with its reply.
-                reply = co_await asio::co_spawn(self->state_->ioc,
-                                                handler.run(context, std::move(message.body)),
-                                                asio::use_awaitable);
+                // resumes here with its reply. The session's cancellation is not forwarded to
+                // it: Asio (1.81) delivers that by posting to the main loop a call on the
+                // spawned coroutine's state, which the coroutine may have freed by then
+                // (a crash when a slow consumer with requests in flight was force-closed).
+                // Such a handler ends within its own database deadlines; a closed session
+                // drops its reply.
+                reply = co_await asio::co_spawn(
+                    self->state_->ioc, handler.run(context, std::move(message.body)),
+                    asio::bind_cancellation_slot(asio::cancellation_slot(), asio::use_awaitable));
             }
         } catch (const std::exception& e) {
             log::error("connection " + std::to_string(self->id_) + ": handler of \"" +
