@@ -26,6 +26,16 @@ namespace {
 
 const char* const read_busy = "the database is busy: retry shortly";
 
+// Logs a read that failed and is answered busy. A full read pool (no connection in time, or
+// its queue full) is load being shed: the pool's metrics count it, and a line per request
+// would let one client flood the log; anything else is worth a line.
+void note_read_failure(std::string_view what, const db::failure& f) {
+    if (f.code == db::errc::pool_timeout || f.code == db::errc::pool_queue_full) {
+        return;
+    }
+    log::warn(std::string(what) + ": " + db::describe(f));
+}
+
 json id_of(const json& message) {
     auto it = message.find("id");
     return it == message.end() ? json(nullptr) : *it;
@@ -89,7 +99,7 @@ asio::awaitable<json> handle_balance(bets_endpoint_services s, const request_con
         if (balance.error().code == db::errc::bad_result) {
             throw std::runtime_error("balance: unexpected result shape");
         }
-        log::warn("balance: " + db::describe(balance.error()));
+        note_read_failure("balance", balance.error());
         co_return bets::render_busy(id_of(message), read_busy);
     }
     if (!*balance) {
@@ -170,7 +180,7 @@ asio::awaitable<json> handle_bets(bets_endpoint_services s, const request_contex
         if (page.error().code == db::errc::bad_result) {
             throw std::runtime_error("bets: unexpected result shape");
         }
-        log::warn("bets: " + db::describe(page.error()));
+        note_read_failure("bets", page.error());
         co_return bets::render_busy(id_of(message), read_busy);
     }
     co_return bets::render_bets(id_of(message), *page);
