@@ -163,10 +163,12 @@ strict_json parse_strict_json(std::string_view text, std::string_view subject) {
     // followed by "\0anything"; inside a string it is a raw control character, refused by JSON.
     if (const void* nul = std::memchr(text.data(), '\0', text.size()); nul != nullptr) {
         const auto offset = static_cast<const char*>(nul) - text.data();
-        return strict_json(boost::system::in_place_error, invalid_json,
-                           std::string(subject) + " is not valid JSON: a NUL byte at offset " +
-                               std::to_string(offset),
-                           nullptr);
+        return strict_json(
+            boost::system::in_place_error,
+            json_refusal{invalid_json,
+                         std::string(subject) + " is not valid JSON: a NUL byte at offset " +
+                             std::to_string(offset),
+                         nullptr});
     }
     strict_handler handler(subject);
     const bool parsed = json::sax_parse(text, &handler, json::input_format_t::json,
@@ -177,8 +179,9 @@ strict_json parse_strict_json(std::string_view text, std::string_view subject) {
     if (!parsed) {
         // Not reached: the parser reports every failure through parse_error. Kept as a refusal
         // rather than an assertion because the input is a client's.
-        return strict_json(boost::system::in_place_error, invalid_json,
-                           std::string(subject) + " is not valid JSON", nullptr);
+        return strict_json(
+            boost::system::in_place_error,
+            json_refusal{invalid_json, std::string(subject) + " is not valid JSON", nullptr});
     }
     return strict_json(boost::system::in_place_value, handler.take_root());
 }
