@@ -186,6 +186,7 @@ int serve_command(const config& cfg) {
     net::services services;
     services.cfg = &cfg;
     services.pools = &pools;
+    services.readiness_conninfo = target.conninfo;
     services.metrics = &registry;
     services.token_keys = std::move(token_keys);
     services.migrations = resources::migrations();
