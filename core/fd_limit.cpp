@@ -34,8 +34,8 @@ fd_limit_plan plan_fd_limit(std::uint64_t soft, std::uint64_t hard, std::size_t 
     // limit below the hard one only turns a flood into EMFILE sooner.
     p.soft = hard == unlimited ? std::max(soft, needed) : std::max(soft, hard);
     const std::uint64_t room = p.soft > reserved ? p.soft - reserved : 0;
-    p.connections_max =
-        static_cast<std::size_t>(std::min<std::uint64_t>(room, static_cast<std::uint64_t>(connections_max)));
+    p.connections_max = static_cast<std::size_t>(
+        std::min<std::uint64_t>(room, static_cast<std::uint64_t>(connections_max)));
     return p;
 }
 

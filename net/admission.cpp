@@ -6,8 +6,7 @@
 
 namespace fulltime::net::detail {
 
-share::share(share_table* table, std::string key) noexcept
-    : table_(table), key_(std::move(key)) {}
+share::share(share_table* table, std::string key) noexcept : table_(table), key_(std::move(key)) {}
 
 share::share(share&& other) noexcept
     : table_(std::exchange(other.table_, nullptr)), key_(std::move(other.key_)) {}

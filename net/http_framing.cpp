@@ -35,8 +35,7 @@ std::optional<std::string_view> framing_violation(const http::request_header<>& 
             return "Transfer-Encoding is not allowed on HTTP/1.0";
         }
         // Beast's parser has already trimmed the value of the spaces around it.
-        if (encodings > 1 ||
-            !boost::beast::iequals(h[http::field::transfer_encoding], "chunked")) {
+        if (encodings > 1 || !boost::beast::iequals(h[http::field::transfer_encoding], "chunked")) {
             return "the only Transfer-Encoding accepted is chunked";
         }
         if (h.count(http::field::content_length) > 0) {

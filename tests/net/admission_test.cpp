@@ -2,8 +2,8 @@
 // (net/report_throttle.cpp) and the accept loop's backoff (net/accept_backoff.hpp): pure logic,
 // no sockets.
 
-#include "net/accept_backoff.hpp"
 #include "net/admission.hpp"
+#include "net/accept_backoff.hpp"
 #include "net/report_throttle.hpp"
 
 #include <doctest/doctest.h>
