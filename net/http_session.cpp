@@ -192,8 +192,9 @@ private:
             if (!first && buffer.size() == 0) {
                 // Kept alive between requests: the next may take handshake_timeout_ms to begin.
                 stream_.expires_after(request_timeout);
-                auto [ec, bytes] = co_await stream_.async_read_some(
-                    buffer.prepare(limits::linger_read_bytes), asio::as_tuple(asio::use_awaitable));
+                auto [ec, bytes] =
+                    co_await stream_.async_read_some(buffer.prepare(limits::http_header_read_bytes),
+                                                     asio::as_tuple(asio::use_awaitable));
                 if (ec) {
                     co_return;
                 }
@@ -280,8 +281,9 @@ private:
             if (bytes.size() > limits::http_header_bytes_max) {
                 co_return header_read{};
             }
-            auto [ec, got] = co_await stream_.async_read_some(
-                buffer.prepare(limits::linger_read_bytes), asio::as_tuple(asio::use_awaitable));
+            auto [ec, got] =
+                co_await stream_.async_read_some(buffer.prepare(limits::http_header_read_bytes),
+                                                 asio::as_tuple(asio::use_awaitable));
             if (ec) {
                 co_return header_read{ec, false};
             }

@@ -54,6 +54,9 @@ inline constexpr std::size_t connections_max = 100'000;
 inline constexpr std::size_t http_body_bytes_max = 1 << 20;
 /// Largest HTTP request header block.
 inline constexpr std::size_t http_header_bytes_max = 16 * 1024;
+/// Bytes one read of a request's header asks for (the gateway reads the header itself before
+/// Beast parses it, to see its raw lines: net/http_framing.hpp).
+inline constexpr std::size_t http_header_read_bytes = 4 * 1024;
 /// Messages queued for writing on one WebSocket before the connection is closed as too slow.
 inline constexpr std::size_t ws_write_queue_max = 4096;
 /// Bounds of the configurable bytes one WebSocket may have queued for writing. The floor holds
