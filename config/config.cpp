@@ -328,6 +328,11 @@ embedded_settings read_embedded(const reader& r) {
 // The host and port come from `listen` (read_general); the rest from the gateway section.
 void read_gateway(const reader& r, gateway_settings& g) {
     g.connections_max = r.size("gateway.connections_max", 1, limits::connections_max);
+    g.connections_per_address_max =
+        r.size("gateway.connections_per_address_max", 1, limits::connections_max);
+    g.sessions_per_account_max =
+        r.size("gateway.sessions_per_account_max", 1, limits::sessions_per_account_max);
+    g.header_timeout_ms = r.timeout_ms("gateway.header_timeout_ms");
     g.frame_bytes_max = r.size("gateway.frame_bytes_max", 256, limits::frame_bytes_max);
     g.inflight_per_connection_max =
         r.size("gateway.inflight_per_connection_max", 1, limits::inflight_per_connection_max);

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 namespace fulltime::metrics {
@@ -111,6 +112,14 @@ void add_process_metrics(registry& r, std::string_view version) {
         }
         if (!ec) {
             sample(out, "process_open_fds", "Open file descriptors.", "gauge", std::to_string(fds));
+        }
+        // The soft limit, which accept runs into (EMFILE); the engine raises it at start
+        // (core/fd_limit.hpp).
+        rlimit nofile{};
+        if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur != RLIM_INFINITY) {
+            sample(out, "process_max_fds",
+                   "Open file descriptors allowed (the soft RLIMIT_NOFILE).", "gauge",
+                   std::to_string(nofile.rlim_cur));
         }
     });
 }

@@ -12,6 +12,17 @@ namespace {
 
 std::string endpoint_label(ws_endpoint e) { return metrics::label("endpoint", path_of(e)); }
 
+constexpr std::string_view rejected_name = "fulltime_gateway_rejected_connections_total";
+constexpr std::string_view rejected_help =
+    "Connections refused with 503, by reason: connections_max reached (connections), the source "
+    "address's share taken (address), the account's or producer's share of WebSocket sessions "
+    "taken (account).";
+
+metrics::counter& make_rejected(metrics::registry& r, refusal why) {
+    return r.make_counter(std::string(rejected_name), std::string(rejected_help),
+                          metrics::label("reason", refusal_name(why)));
+}
+
 constexpr std::string_view tokens_verified = "fulltime_tokens_verified_total";
 constexpr std::string_view tokens_verified_help =
     "Tokens that verified (signature, payload and expiry), by the secret that verified them.";
@@ -55,13 +66,29 @@ void render_acquire_waits(const std::vector<db::pool_stats>& stats, std::string&
 
 }  // namespace
 
+std::string_view refusal_name(refusal r) noexcept {
+    switch (r) {
+        case refusal::connections:
+            return "connections";
+        case refusal::address:
+            return "address";
+        case refusal::account:
+            return "account";
+    }
+    return "connections";
+}
+
 gateway_metrics::gateway_metrics(metrics::registry& r, bool previous_token_key)
     : open_connections(
           r.make_gauge("fulltime_gateway_open_connections",
                        "Client connections open on the gateway (HTTP and WebSocket).")),
-      rejected_connections(
-          r.make_counter("fulltime_gateway_rejected_connections_total",
-                         "Connections refused with 503 because connections_max was reached.")),
+      connections_max(r.make_gauge(
+          "fulltime_gateway_connections_max",
+          "Connections the gateway accepts before it refuses: gateway.connections_max, or less "
+          "when the descriptor limit cannot hold it.")),
+      accept_failures(r.make_counter(
+          "fulltime_gateway_accept_failures_total",
+          "Accepts that failed, mostly for want of file descriptors (EMFILE, ENFILE).")),
       frames_too_big(r.make_counter("fulltime_ws_frames_too_big_total",
                                     "WebSocket messages over frame_bytes_max, closed with 1009.")),
       busy(r.make_counter("fulltime_ws_busy_total",
@@ -76,6 +103,9 @@ gateway_metrics::gateway_metrics(metrics::registry& r, bool previous_token_key)
                                 "Bytes queued for writing on all WebSocket sessions.")),
       handler_errors(r.make_counter("fulltime_ws_handler_errors_total",
                                     "WebSocket message handlers that threw (internal error).")),
+      rejected_connections_(make_rejected(r, refusal::connections)),
+      rejected_address_(make_rejected(r, refusal::address)),
+      rejected_account_(make_rejected(r, refusal::account)),
       sessions_bets_(r.make_gauge("fulltime_gateway_websocket_sessions",
                                   "Open WebSocket sessions by endpoint.",
                                   endpoint_label(ws_endpoint::bets))),
@@ -141,6 +171,18 @@ void gateway_metrics::render_requests(std::string& out) const {
                                      metrics::label("method", method) + "," +
                                      metrics::label("status_class", status_class));
     }
+}
+
+metrics::counter& gateway_metrics::rejected_connections(refusal r) noexcept {
+    switch (r) {
+        case refusal::connections:
+            return rejected_connections_;
+        case refusal::address:
+            return rejected_address_;
+        case refusal::account:
+            return rejected_account_;
+    }
+    return rejected_connections_;
 }
 
 metrics::gauge& gateway_metrics::websocket_sessions(ws_endpoint e) noexcept {

@@ -23,6 +23,14 @@ struct pools;
 
 namespace fulltime::net::detail {
 
+/// Names why a connection was refused with 503: `connections_max` reached, its source address's
+/// share (connections_per_address_max) or its account's or producer's share of WebSocket
+/// sessions (sessions_per_account_max) taken.
+enum class refusal : std::uint8_t { connections, address, account };
+
+/// Returns the `reason` label of a refusal, also the name the log uses.
+std::string_view refusal_name(refusal r) noexcept;
+
 /// Holds references to the gateway's counters and gauges.
 class gateway_metrics {
 public:
@@ -48,16 +56,23 @@ public:
     /// Counts one token that verified, by the secret of the keyring that verified it.
     void count_token(token::key k) noexcept;
 
+    /// Returns the counter of connections refused for `r`.
+    metrics::counter& rejected_connections(refusal r) noexcept;
+
     metrics::gauge& open_connections;
-    metrics::counter& rejected_connections;  ///< refused over connections_max
-    metrics::counter& frames_too_big;        ///< WebSocket messages over frame_bytes_max (1009)
-    metrics::counter& busy;                  ///< messages refused over the in-flight limit
-    metrics::counter& slow_consumers;        ///< sessions closed because their queue was full
-    metrics::counter& sessions_expired;      ///< sessions closed because their token expired
-    metrics::gauge& queued_bytes;            ///< bytes queued on all WebSocket sessions
-    metrics::counter& handler_errors;        ///< handlers that threw
+    metrics::gauge& connections_max;     ///< gateway.connections_max in force (maybe lowered)
+    metrics::counter& accept_failures;   ///< accepts that failed (out of descriptors, mostly)
+    metrics::counter& frames_too_big;    ///< WebSocket messages over frame_bytes_max (1009)
+    metrics::counter& busy;              ///< messages refused over the in-flight limit
+    metrics::counter& slow_consumers;    ///< sessions closed because their queue was full
+    metrics::counter& sessions_expired;  ///< sessions closed because their token expired
+    metrics::gauge& queued_bytes;        ///< bytes queued on all WebSocket sessions
+    metrics::counter& handler_errors;    ///< handlers that threw
 
 private:
+    metrics::counter& rejected_connections_;
+    metrics::counter& rejected_address_;
+    metrics::counter& rejected_account_;
     metrics::gauge& sessions_bets_;
     metrics::gauge& sessions_feed_;
     metrics::counter& messages_bets_;

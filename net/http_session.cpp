@@ -3,6 +3,7 @@
 #include "fulltime/core/log.hpp"
 #include "fulltime/limits.hpp"
 #include "net/authorize.hpp"
+#include "net/http_framing.hpp"
 #include "net/router.hpp"
 #include "net/token_extraction.hpp"
 #include "net/ws_session.hpp"
@@ -13,6 +14,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http/empty_body.hpp>
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/read.hpp>
@@ -51,6 +53,20 @@ asio::awaitable<void> linger(beast::tcp_stream& stream) {
         }
         drained_bytes += bytes;
     }
+}
+
+// Writes `res`, or for a HEAD request its header alone: the same fields, Content-Length
+// included, and no body (RFC 9110 9.3.2).
+asio::awaitable<bool> write_response(beast::tcp_stream& stream,
+                                     http::response<http::string_body> res, bool head_only) {
+    if (head_only) {
+        http::response<http::empty_body> header(std::move(res.base()));
+        auto [ec, bytes] =
+            co_await http::async_write(stream, header, asio::as_tuple(asio::use_awaitable));
+        co_return !ec;
+    }
+    auto [ec, bytes] = co_await http::async_write(stream, res, asio::as_tuple(asio::use_awaitable));
+    co_return !ec;
 }
 
 // Returns the route label of a WebSocket endpoint in fulltime_http_requests_total.
@@ -103,9 +119,10 @@ class http_session final : public tracked_connection,
                            public std::enable_shared_from_this<http_session> {
 public:
     http_session(std::shared_ptr<server_state> state, tcp::socket socket, std::uint64_t id,
-                 listener which)
+                 listener which, share slot)
         : state_(std::move(state)),
           entry_(*state_),
+          slot_(std::move(slot)),
           executor_(socket.get_executor()),
           stream_(std::move(socket)),
           id_(id),
@@ -162,23 +179,63 @@ private:
     asio::awaitable<void> serve() {
         const auto request_timeout =
             std::chrono::milliseconds(state_->settings.handshake_timeout_ms);
+        const auto header_timeout = std::chrono::milliseconds(state_->settings.header_timeout_ms);
         beast::flat_buffer buffer;
-        for (;;) {
+        for (bool first = true;; first = false) {
             if (stopping_) {
                 co_return;
             }
             http::request_parser<http::string_body> parser;
             parser.header_limit(static_cast<std::uint32_t>(limits::http_header_bytes_max));
             parser.body_limit(limits::http_body_bytes_max);
-            stream_.expires_after(request_timeout);
             awaiting_request_ = true;
-            auto [ec, bytes] = co_await http::async_read(stream_, buffer, parser,
-                                                         asio::as_tuple(asio::use_awaitable));
-            awaiting_request_ = false;
+            if (!first && buffer.size() == 0) {
+                // Kept alive between requests: the next may take handshake_timeout_ms to begin.
+                stream_.expires_after(request_timeout);
+                auto [ec, bytes] =
+                    co_await stream_.async_read_some(buffer.prepare(limits::http_header_read_bytes),
+                                                     asio::as_tuple(asio::use_awaitable));
+                if (ec) {
+                    co_return;
+                }
+                buffer.commit(bytes);
+            }
+            // The header must be whole within header_timeout_ms of the accept (of its first
+            // byte on a kept-alive connection), so that a client that sends half a request and
+            // waits holds its connection slot that long, not handshake_timeout_ms.
+            stream_.expires_after(header_timeout);
+            const header_read head = co_await read_header_block(buffer);
+            boost::system::error_code ec = head.ec;
+            if (!ec) {
+                auto [parse_ec, parsed] = co_await http::async_read_header(
+                    stream_, buffer, parser, asio::as_tuple(asio::use_awaitable));
+                ec = parse_ec;
+            }
             if (ec) {
+                awaiting_request_ = false;
                 co_await refuse_unreadable(ec);
                 co_return;
             }
+            const auto violation = head.folded ? std::optional<std::string_view>(
+                                                     "a header line starts with a space or a tab "
+                                                     "(obs-fold): send each header on one line")
+                                               : framing_violation(parser.get());
+            if (violation) {
+                awaiting_request_ = false;
+                co_await refuse_request(problem(400, "bad_request", *violation));
+                co_return;
+            }
+            if (!parser.is_done()) {
+                stream_.expires_after(request_timeout);
+                auto [body_ec, body_bytes] = co_await http::async_read(
+                    stream_, buffer, parser, asio::as_tuple(asio::use_awaitable));
+                if (body_ec) {
+                    awaiting_request_ = false;
+                    co_await refuse_unreadable(body_ec);
+                    co_return;
+                }
+            }
+            awaiting_request_ = false;
             auto req = parser.release();
             if (beast::websocket::is_upgrade(req)) {
                 co_await upgrade(std::move(req));
@@ -186,19 +243,51 @@ private:
             }
             const bool keep_alive_wanted = req.keep_alive();
             const unsigned version = req.version();
+            const bool head_only = req.method() == http::verb::head;
             // A Beast verb's name: a fixed set, so a bounded label even for odd methods.
             const std::string_view method = http::to_string(req.method());
             const auto started = std::chrono::steady_clock::now();
             routed_response r = co_await dispatch(std::move(req));
             state_->metrics.count_request(r.route, r.response.status);
             const bool keep_alive = keep_alive_wanted && !stopping_ && !state_->stopping.load();
-            const bool written = co_await write(to_beast(r.response, version, keep_alive, r.allow));
+            const bool written =
+                co_await write(to_beast(r.response, version, keep_alive, r.allow), head_only);
             state_->metrics.observe_request(r.route, method, r.response.status,
                                             std::chrono::duration_cast<std::chrono::microseconds>(
                                                 std::chrono::steady_clock::now() - started));
             if (!written || !keep_alive) {
                 co_return;
             }
+        }
+    }
+
+    // What reading a request's header block found: a read error, or whether a line of it is
+    // folded.
+    struct header_read {
+        boost::system::error_code ec;
+        bool folded = false;
+    };
+
+    // Reads until `buffer` holds a whole header block (or more than a header may be: Beast's
+    // parser then answers 431), and looks for folded lines in it. Beast's parser joins a folded
+    // line to the one before without a trace, so only the raw bytes show one.
+    asio::awaitable<header_read> read_header_block(beast::flat_buffer& buffer) {
+        for (;;) {
+            const std::string_view bytes(static_cast<const char*>(buffer.data().data()),
+                                         buffer.size());
+            if (const auto n = header_block_length(bytes); n != std::string_view::npos) {
+                co_return header_read{{}, has_folded_line(bytes.substr(0, n))};
+            }
+            if (bytes.size() > limits::http_header_bytes_max) {
+                co_return header_read{};
+            }
+            auto [ec, got] =
+                co_await stream_.async_read_some(buffer.prepare(limits::http_header_read_bytes),
+                                                 asio::as_tuple(asio::use_awaitable));
+            if (ec) {
+                co_return header_read{ec, false};
+            }
+            buffer.commit(got);
         }
     }
 
@@ -216,6 +305,12 @@ private:
         } else {
             co_return;
         }
+        co_await refuse_request(std::move(r));
+    }
+
+    // Answers a request that is refused before it is read whole, and closes: what follows its
+    // header cannot be trusted to be where the client meant the next request to start.
+    asio::awaitable<void> refuse_request(http_response r) {
         state_->metrics.count_request("unmatched", r.status);
         const bool written = co_await write(to_beast(r, 11, false));
         if (written) {
@@ -223,11 +318,9 @@ private:
         }
     }
 
-    asio::awaitable<bool> write(http::response<http::string_body> res) {
+    asio::awaitable<bool> write(http::response<http::string_body> res, bool head_only = false) {
         stream_.expires_after(std::chrono::milliseconds(state_->settings.handshake_timeout_ms));
-        auto [ec, bytes] =
-            co_await http::async_write(stream_, res, asio::as_tuple(asio::use_awaitable));
-        co_return !ec;
+        co_return co_await write_response(stream_, std::move(res), head_only);
     }
 
     asio::awaitable<routed_response> dispatch(http::request<http::string_body> req) {
@@ -325,6 +418,23 @@ private:
             co_await write(to_beast(r, version, false));
             co_return;
         }
+        // One account's (or producer's) share of the sessions, held until the session ends, so
+        // that one token cannot take every connection slot.
+        std::string holder = *ep == ws_endpoint::bets
+                                 ? "account:" + std::to_string(claims->account_id)
+                                 : "producer:" + claims->producer;
+        share session_slot = st.session_shares.take(holder);
+        if (!session_slot) {
+            st.note_refusal(refusal::account, holder);
+            const auto r =
+                problem(503, "unavailable",
+                        "too many WebSocket sessions for this " +
+                            std::string(*ep == ws_endpoint::bets ? "account" : "producer") +
+                            ": close one, or retry later");
+            st.metrics.count_request(ws_route_name(*ep), r.status);
+            co_await write(to_beast(r, version, false));
+            co_return;
+        }
         st.metrics.count_request(ws_route_name(*ep), 101);
         upgraded_ = true;
         // The WebSocket stream runs its own handshake and idle timers.
@@ -349,6 +459,7 @@ private:
 
     std::shared_ptr<server_state> state_;
     gate_entry entry_;
+    share slot_;  ///< of the source address's connections; given back when the session ends
     asio::any_io_executor executor_;
     beast::tcp_stream stream_;
     std::uint64_t id_;
@@ -358,8 +469,8 @@ private:
     bool upgraded_ = false;  ///< stream_ was moved into a WebSocket session
 };
 
-asio::awaitable<void> refuse(std::shared_ptr<server_state> state, tcp::socket socket,
-                             [[maybe_unused]] gate_entry entry) {
+asio::awaitable<void> refuse(std::shared_ptr<server_state> state, tcp::socket socket, refusal why,
+                             [[maybe_unused]] share slot, [[maybe_unused]] gate_entry entry) {
     beast::tcp_stream stream(std::move(socket));
     beast::flat_buffer buffer;
     // Read the request's header before answering so that closing does not reset a connection
@@ -370,11 +481,28 @@ asio::awaitable<void> refuse(std::shared_ptr<server_state> state, tcp::socket so
     auto [read_ec, read_bytes] = co_await http::async_read_header(
         stream, buffer, parser, asio::as_tuple(asio::use_awaitable));
     if (!read_ec) {
-        auto res = to_beast(problem(503, "unavailable", "too many connections"), 11, false);
-        state->metrics.count_request("refused", 503);
-        auto [write_ec, write_bytes] =
-            co_await http::async_write(stream, res, asio::as_tuple(asio::use_awaitable));
-        if (!write_ec) {
+        // A health check is answered even here: it costs no more than the 503, and a load
+        // balancer must not take "every slot is taken" for "the process is dead".
+        const auto& req = parser.get();
+        const bool head_only = req.method() == http::verb::head;
+        std::optional<http_response> health;
+        if (head_only || req.method() == http::verb::get) {
+            health = health_check(*state, split(req.target()).path);
+        }
+        std::string_view route = "refused";
+        http_response answer;
+        if (health) {
+            route = split(req.target()).path.substr(1);
+            answer = std::move(*health);
+        } else {
+            answer = problem(503, "unavailable",
+                             why == refusal::address ? "too many connections from this address"
+                                                     : "too many connections");
+        }
+        state->metrics.count_request(route, answer.status);
+        const bool written =
+            co_await write_response(stream, to_beast(answer, 11, false), head_only);
+        if (written) {
             co_await linger(stream);
         }
     }
@@ -399,19 +527,35 @@ void log_exception(std::exception_ptr e) {
 
 }  // namespace
 
-void start_http_session(std::shared_ptr<server_state> state, tcp::socket socket, listener which) {
+void start_http_session(std::shared_ptr<server_state> state, tcp::socket socket, listener which,
+                        share slot) {
     const auto id = state->next_connection_id.fetch_add(1);
-    auto session = std::make_shared<http_session>(std::move(state), std::move(socket), id, which);
+    auto session = std::make_shared<http_session>(std::move(state), std::move(socket), id, which,
+                                                  std::move(slot));
     auto ex = session->executor();
     asio::co_spawn(ex, http_session::run(std::move(session)), log_exception);
 }
 
-void start_refusal(std::shared_ptr<server_state> state, tcp::socket socket) {
+void start_refusal(std::shared_ptr<server_state> state, tcp::socket socket, std::string who,
+                   refusal why) {
+    // Refusals are bounded in all and by address: beyond either bound the connection is closed
+    // without a word, so that a flood cannot grow these coroutines, and one address cannot take
+    // the refusals (the health checks' answers among them) that the others need.
+    share slot;
+    if (state->rejecting.load() < limits::refusals_max) {
+        slot = state->refusal_shares.take(std::move(who));
+    }
+    if (!slot) {
+        boost::system::error_code ignored;
+        socket.close(ignored);
+        return;
+    }
     state->rejecting.fetch_add(1);
     auto ex = socket.get_executor();
     gate_entry entry(*state);
-    asio::co_spawn(ex, refuse(std::move(state), std::move(socket), std::move(entry)),
-                   log_exception);
+    asio::co_spawn(
+        ex, refuse(std::move(state), std::move(socket), why, std::move(slot), std::move(entry)),
+        log_exception);
 }
 
 }  // namespace fulltime::net::detail

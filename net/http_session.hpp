@@ -7,17 +7,20 @@
 #include <boost/asio/ip/tcp.hpp>
 
 #include <memory>
+#include <string>
 
 namespace fulltime::net::detail {
 
 /// Serves one accepted connection on the socket's executor until it closes, with the routes
 /// of the listener `which` that accepted it. The caller has counted it in open_connections; the
-/// session uncounts it.
+/// session uncounts it, and gives `slot` (its source address's share) back.
 void start_http_session(std::shared_ptr<server_state> state, boost::asio::ip::tcp::socket socket,
-                        listener which);
+                        listener which, share slot);
 
-/// Reads one request from a connection over the limit, answers 503 and closes, within a short
-/// deadline.
-void start_refusal(std::shared_ptr<server_state> state, boost::asio::ip::tcp::socket socket);
+/// Reads one request from a connection refused for `why`, answers 503 (a health check gets its
+/// usual answer) and closes, within a short deadline; closes it at once when refusals are at
+/// their bounds, in all or for its source address `who` (address_key).
+void start_refusal(std::shared_ptr<server_state> state, boost::asio::ip::tcp::socket socket,
+                   std::string who, refusal why);
 
 }  // namespace fulltime::net::detail

@@ -108,6 +108,17 @@ json incident_json(const db::incident_row& i) {
 
 // Reads the query; nullopt with the 400 response when a parameter is not acceptable.
 std::optional<db::incident_filter> parse_filter(std::string_view query, http_response& error) {
+    // docs/protocol-feed.md lists the parameters and refuses anything else: a misspelt filter
+    // ("stauts=all") would otherwise list the open incidents as if it had been read.
+    if (auto unknown = detail::unexpected_query_param(
+            query, {"status", "kind", "account_id", "limit", "token"})) {
+        error = problem(
+            400, "invalid_request",
+            "unknown or repeated query parameter \"" +
+                std::string(std::string_view(*unknown).substr(0, limits::quoted_input_chars_max)) +
+                "\": status, kind, account_id and limit are accepted, once each");
+        return std::nullopt;
+    }
     db::incident_filter f;
     f.limit = static_cast<std::int64_t>(limits::incidents_page_default);
     if (auto status = detail::query_param(query, "status")) {

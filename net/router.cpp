@@ -25,13 +25,15 @@ bool serves(const http_route& route, std::string_view path) noexcept {
 route_match match_route(const http_routes& routes, std::string_view method, std::string_view path) {
     // Among the routes of this method that serve the path, an exact route beats any prefix and
     // a longer prefix beats a shorter one. Only when no route of this method serves the path
-    // is it "method not allowed", listing every method that would be served.
+    // is it "method not allowed", listing every method that would be served. HEAD is served by
+    // the GET route (RFC 9110 9.3.2: the same header, no body); no route names HEAD itself.
     const auto rank = [](const http_route& r) {
         return r.prefix ? r.path.size() : std::string::npos;
     };
+    const std::string_view wanted = method == "HEAD" ? std::string_view("GET") : method;
     route_match m;
     for (const auto& r : routes) {
-        if (r.method == method && serves(r, path) &&
+        if (r.method == wanted && serves(r, path) &&
             (m.route == nullptr || rank(r) > rank(*m.route))) {
             m.route = &r;
         }
@@ -52,6 +54,9 @@ route_match match_route(const http_routes& routes, std::string_view method, std:
                 m.allow += ", ";
             }
             m.allow += r.method;
+            if (r.method == "GET") {
+                m.allow += ", HEAD";
+            }
         }
     }
     m.kind = m.route != nullptr ? match_kind::method_not_allowed : match_kind::not_found;

@@ -32,7 +32,8 @@ struct route_match {
 bool serves(const http_route& route, std::string_view path) noexcept;
 
 /// Finds the route for `method` and `path`: among routes of that method, exact paths before
-/// prefixes, longer prefixes first.
+/// prefixes, longer prefixes first. HEAD finds the GET route, and an Allow that lists GET lists
+/// HEAD after it.
 route_match match_route(const http_routes& routes, std::string_view method, std::string_view path);
 
 }  // namespace fulltime::net::detail

@@ -3,6 +3,7 @@
 #include "fulltime/core/assert.hpp"
 #include "fulltime/core/log.hpp"
 #include "fulltime/limits.hpp"
+#include "net/accept_backoff.hpp"
 #include "net/http_session.hpp"
 #include "net/server_state.hpp"
 
@@ -36,10 +37,21 @@ metrics::registry& pick_registry(services& s, std::unique_ptr<metrics::registry>
     return *own;
 }
 
+// Whether an accept failed for want of descriptors, the process's (EMFILE) or the system's
+// (ENFILE), or of kernel memory for a socket: a pause lets connections close meanwhile.
+bool out_of_descriptors(const boost::system::error_code& ec) {
+    return ec == asio::error::no_descriptors || ec == boost::system::errc::too_many_files_open ||
+           ec == boost::system::errc::too_many_files_open_in_system ||
+           ec == asio::error::no_buffer_space || ec == asio::error::no_memory;
+}
+
 asio::awaitable<void> accept_loop(std::shared_ptr<server_state> state, listener which,
                                   [[maybe_unused]] gate_entry entry) {
     tcp::acceptor& acceptor =
         which == listener::operators ? state->admin_acceptor : state->acceptor;
+    accept_backoff backoff(std::chrono::milliseconds(limits::accept_backoff_ms_min),
+                           std::chrono::milliseconds(limits::accept_backoff_ms_max));
+    asio::steady_timer pause(state->ioc);
     for (;;) {
         auto [ec, socket] = co_await acceptor.async_accept(asio::make_strand(state->pick_loop()),
                                                            asio::as_tuple(asio::use_awaitable));
@@ -50,21 +62,33 @@ asio::awaitable<void> accept_loop(std::shared_ptr<server_state> state, listener 
             if (ec == asio::error::operation_aborted) {
                 break;
             }
-            // Out of descriptors or a connection reset before accept: keep serving, but do not
-            // spin on a persistent error.
-            log::warn("accept: " + ec.message());
-            asio::steady_timer pause(state->ioc, std::chrono::milliseconds(50));
+            // Out of descriptors, or a connection reset before accept: keep serving, but neither
+            // spin on a persistent error nor write a line per failure. The pending connections
+            // wait in the listen backlog meanwhile.
+            state->note_accept_failure(ec);
+            pause.expires_after(out_of_descriptors(ec)
+                                    ? backoff.failed()
+                                    : std::chrono::milliseconds(limits::accept_backoff_ms_min));
             co_await pause.async_wait(asio::as_tuple(asio::use_awaitable));
             continue;
         }
+        backoff.succeeded();
+        boost::system::error_code peer_ec;
+        const auto peer = socket.remote_endpoint(peer_ec);
+        if (peer_ec) {
+            // Gone before it was served.
+            continue;
+        }
+        std::string who = address_key(peer.address());
         if (state->open_connections.load() >= state->settings.connections_max) {
-            state->metrics.rejected_connections.inc();
-            if (state->rejecting.load() < limits::refusals_max) {
-                start_refusal(state, std::move(socket));
-            } else {
-                boost::system::error_code ignored;
-                socket.close(ignored);
-            }
+            state->note_refusal(refusal::connections, who);
+            start_refusal(state, std::move(socket), std::move(who), refusal::connections);
+            continue;
+        }
+        share slot = state->address_shares.take(who);
+        if (!slot) {
+            state->note_refusal(refusal::address, who);
+            start_refusal(state, std::move(socket), std::move(who), refusal::address);
             continue;
         }
         // Replies are small and several may be in flight on one connection: without
@@ -74,8 +98,13 @@ asio::awaitable<void> accept_loop(std::shared_ptr<server_state> state, listener 
         socket.set_option(asio::ip::tcp::no_delay(true), nodelay_ec);
         state->open_connections.fetch_add(1);
         state->metrics.open_connections.add(1);
-        start_http_session(state, std::move(socket), which);
+        start_http_session(state, std::move(socket), which, std::move(slot));
     }
+}
+
+asio::awaitable<void> run_readiness(std::shared_ptr<readiness_probe> probe,
+                                    [[maybe_unused]] gate_entry entry) {
+    co_await probe->run();
 }
 
 // Opens, binds and listens `acceptor` on host:port; returns the port bound. Throws
@@ -150,7 +179,20 @@ server_state::server_state(asio::io_context& io, services s)
       registry(pick_registry(svc, own_metrics)),
       metrics(registry, !svc.token_keys.previous.empty()),
       acceptor(io),
-      admin_acceptor(io) {
+      admin_acceptor(io),
+      address_shares(settings.connections_per_address_max),
+      refusal_shares(limits::refusals_per_address_max),
+      session_shares(settings.sessions_per_account_max),
+      connections_reports_(std::chrono::milliseconds(limits::refusal_log_interval_ms)),
+      address_reports_(std::chrono::milliseconds(limits::refusal_log_interval_ms)),
+      account_reports_(std::chrono::milliseconds(limits::refusal_log_interval_ms)),
+      accept_failure_reports_(std::chrono::milliseconds(limits::refusal_log_interval_ms)) {
+    metrics.connections_max.set(static_cast<std::int64_t>(settings.connections_max));
+    if (!svc.readiness_conninfo.empty()) {
+        readiness = std::make_shared<readiness_probe>(
+            svc.db_executor ? svc.db_executor : asio::any_io_executor(ioc.get_executor()),
+            svc.readiness_conninfo, svc.cfg->database, svc.migrations);
+    }
     routes = builtin_routes(*this);
     for (auto& r : svc.routes) {
         for (const auto& b : routes) {
@@ -184,6 +226,44 @@ void server_state::track(std::uint64_t id, std::weak_ptr<tracked_connection> c) 
 void server_state::untrack(std::uint64_t id) {
     std::lock_guard lock(mutex_);
     live_.erase(id);
+}
+
+void server_state::note_refusal(refusal why, std::string_view who) {
+    metrics.rejected_connections(why).inc();
+    report_throttle& reports = why == refusal::connections ? connections_reports_
+                               : why == refusal::address   ? address_reports_
+                                                           : account_reports_;
+    const auto count = reports.note(report_throttle::clock::now());
+    if (!count) {
+        return;
+    }
+    std::string what;
+    switch (why) {
+        case refusal::connections:
+            what = "gateway.connections_max (" + std::to_string(settings.connections_max) +
+                   ") reached";
+            break;
+        case refusal::address:
+            what = "the address's share, gateway.connections_per_address_max (" +
+                   std::to_string(settings.connections_per_address_max) + "), taken";
+            break;
+        case refusal::account:
+            what = "the account's share, gateway.sessions_per_account_max (" +
+                   std::to_string(settings.sessions_per_account_max) + "), taken";
+            break;
+    }
+    log::warn("refused " + std::to_string(*count) + " connection" + (*count == 1 ? "" : "s") +
+                  " since the last such line: " + what,
+              {{"reason", refusal_name(why)}, {"last", who}});
+}
+
+void server_state::note_accept_failure(const boost::system::error_code& ec) {
+    metrics.accept_failures.inc();
+    if (const auto count = accept_failure_reports_.note(report_throttle::clock::now())) {
+        log::warn("accept failed " + std::to_string(*count) + " time" + (*count == 1 ? "" : "s") +
+                  " since the last such line: " + ec.message() +
+                  " (backing off; process_open_fds and process_max_fds in /metrics)");
+    }
 }
 
 std::vector<std::shared_ptr<tracked_connection>> server_state::live() const {
@@ -242,6 +322,13 @@ void server::start() {
         detail::accept_loop(state_, split ? detail::listener::bettors : detail::listener::all,
                             detail::gate_entry(*state_)),
         asio::detached);
+    if (st.readiness) {
+        // On the probe's own executor (the pools'), where its connection lives.
+        auto probe = st.readiness;
+        asio::co_spawn(
+            st.svc.db_executor ? st.svc.db_executor : asio::any_io_executor(st.ioc.get_executor()),
+            detail::run_readiness(std::move(probe), detail::gate_entry(*state_)), asio::detached);
+    }
 }
 
 std::uint16_t server::port() const noexcept { return state_->port; }
@@ -267,6 +354,9 @@ asio::awaitable<void> server::shutdown(std::chrono::milliseconds deadline) {
         state->acceptor.close(ignored);
         state->admin_acceptor.close(ignored);
     });
+    if (state->readiness) {
+        state->readiness->stop();
+    }
     auto live = state->live();
     log::info("shutting down: " + std::to_string(live.size()) + " connections");
     for (const auto& c : live) {

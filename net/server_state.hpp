@@ -4,7 +4,10 @@
 
 #include "fulltime/config/config.hpp"
 #include "fulltime/net/server.hpp"
+#include "net/admission.hpp"
 #include "net/gateway_metrics.hpp"
+#include "net/readiness_probe.hpp"
+#include "net/report_throttle.hpp"
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -13,6 +16,8 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -62,6 +67,11 @@ struct server_state : std::enable_shared_from_this<server_state> {
     std::atomic<std::size_t> ws_queued_bytes{0};
     /// When memory was last returned to the system (steady clock, ms): trim_memory() throttles.
     std::atomic<std::int64_t> last_trim_ms{0};
+    share_table address_shares;  ///< connections by source address (address_key)
+    share_table refusal_shares;  ///< refusals being written, by source address
+    share_table session_shares;  ///< WebSocket sessions by account or producer
+    /// Null without services::readiness_conninfo: /readyz then answers "database unreachable".
+    std::shared_ptr<readiness_probe> readiness;
     // The gate (Seastar's): every session, accept loop and detached request coroutine holds an
     // entry; shutdown completes when it is empty.
     std::atomic<std::size_t> gate{0};
@@ -85,9 +95,21 @@ struct server_state : std::enable_shared_from_this<server_state> {
     /// Returns the live connections.
     std::vector<std::shared_ptr<tracked_connection>> live() const;
 
+    /// Counts a connection refused for `why` in the metrics, and logs it when its reason has not
+    /// been logged for limits::refusal_log_interval_ms (with the refusals since the last line);
+    /// `who` names the address, account or producer.
+    void note_refusal(refusal why, std::string_view who);
+
+    /// Counts a failed accept and logs it as note_refusal does.
+    void note_accept_failure(const boost::system::error_code& ec);
+
 private:
     mutable std::mutex mutex_;
     std::unordered_map<std::uint64_t, std::weak_ptr<tracked_connection>> live_;
+    report_throttle connections_reports_;
+    report_throttle address_reports_;
+    report_throttle account_reports_;
+    report_throttle accept_failure_reports_;
 };
 
 /// Holds one gate entry for its lifetime. Taken before a coroutine is spawned and moved into
@@ -120,5 +142,10 @@ private:
 /// Returns the built-in routes (/healthz, /readyz, /metrics). They refer to `state`, which owns
 /// them.
 http_routes builtin_routes(server_state& state);
+
+/// Returns the answer of a health check, /healthz or /readyz (from the newest readiness check),
+/// when `path` is one; nullopt otherwise. The routes answer with it, and so do refusals, so
+/// that a health check is answered even when every connection slot is taken.
+std::optional<http_response> health_check(server_state& state, std::string_view path);
 
 }  // namespace fulltime::net::detail

@@ -1,6 +1,8 @@
 #include "net/token_extraction.hpp"
 
+#include <algorithm>
 #include <cctype>
+#include <vector>
 
 namespace fulltime::net::detail {
 
@@ -87,6 +89,26 @@ std::optional<std::string> query_param(std::string_view query, std::string_view 
             return std::string{};
         }
         return percent_decode(pair.substr(eq + 1));
+    }
+    return std::nullopt;
+}
+
+std::optional<std::string> unexpected_query_param(std::string_view query,
+                                                  std::initializer_list<std::string_view> allowed) {
+    std::vector<std::string_view> seen;
+    while (!query.empty()) {
+        const auto amp = query.find('&');
+        const auto pair = query.substr(0, amp);
+        const auto key = pair.substr(0, pair.find('='));
+        query = amp == std::string_view::npos ? std::string_view{} : query.substr(amp + 1);
+        if (pair.empty()) {
+            continue;  // "a=1&&b=2", "a=1&": no parameter there
+        }
+        if (std::find(allowed.begin(), allowed.end(), key) == allowed.end() ||
+            std::find(seen.begin(), seen.end(), key) != seen.end()) {
+            return std::string(key);
+        }
+        seen.push_back(key);
     }
     return std::nullopt;
 }

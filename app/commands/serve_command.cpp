@@ -14,12 +14,14 @@
 #include "fulltime/actors/reservation_sweeper.hpp"
 #include "fulltime/actors/runtime.hpp"
 #include "fulltime/actors/settlement.hpp"
+#include "fulltime/core/fd_limit.hpp"
 #include "fulltime/core/log.hpp"
 #include "fulltime/core/metrics.hpp"
 #include "fulltime/core/process_metrics.hpp"
 #include "fulltime/core/resources.hpp"
 #include "fulltime/db/pool.hpp"
 #include "fulltime/db/read_router.hpp"
+#include "fulltime/limits.hpp"
 #include "fulltime/net/bets_endpoint.hpp"
 #include "fulltime/net/diagnostics_routes.hpp"
 #include "fulltime/net/feed_endpoint.hpp"
@@ -44,6 +46,7 @@
 #include <chrono>
 #include <csignal>
 #include <iterator>
+#include <limits>
 #include <optional>
 #include <stdexcept>
 
@@ -106,9 +109,50 @@ void watch_hangups(boost::asio::signal_set& hangups) {
     });
 }
 
+// Descriptors the engine holds besides its client connections: every pool at its largest, the
+// readiness check's connection, the refusals under way and its own (limits::fds_reserved).
+std::size_t reserved_descriptors(const config& cfg) {
+    const auto& p = cfg.database;
+    return p.placement.size_max + p.settlement.size_max + p.read.size_max +
+           (p.read_url.empty() ? 0 : p.standby.size_max) + p.background.size_max + 1 +
+           limits::refusals_max + limits::fds_reserved;
+}
+
+// Raises the soft descriptor limit to the hard one, and lowers gateway.connections_max to what
+// the hard one holds, with a line saying so; throws config_error when not one connection fits.
+void fit_descriptor_limit(config& cfg) {
+    const auto plan =
+        process::raise_fd_limit(cfg.gateway.connections_max, reserved_descriptors(cfg));
+    const auto numbers =
+        "(soft " + std::to_string(plan.soft_before) + ", hard " +
+        (plan.hard == std::numeric_limits<std::uint64_t>::max() ? std::string("unlimited")
+                                                                : std::to_string(plan.hard)) +
+        "; " + std::to_string(plan.reserved) + " reserved for the pools, refusals and the engine)";
+    if (plan.connections_max == 0) {
+        throw config_error("the descriptor limit " + std::to_string(plan.soft) +
+                           " cannot hold even one connection " + numbers +
+                           ": raise LimitNOFILE= or ulimit -n");
+    }
+    if (plan.soft != plan.soft_before) {
+        log::info("descriptor limit raised from " + std::to_string(plan.soft_before) + " to " +
+                  std::to_string(plan.soft));
+    }
+    if (plan.lowered()) {
+        log::warn("descriptor limit " + std::to_string(plan.soft) +
+                  " cannot hold gateway.connections_max " +
+                  std::to_string(plan.connections_max_configured) + " " + numbers +
+                  ": serving at most " + std::to_string(plan.connections_max) +
+                  " connections; raise LimitNOFILE= or ulimit -Hn");
+    }
+    cfg.gateway.connections_max = plan.connections_max;
+}
+
 }  // namespace
 
-int serve_command(const config& cfg) {
+int serve_command(const config& given) {
+    // A copy: gateway.connections_max may be lowered to what the descriptor limit holds.
+    config cfg = given;
+    fit_descriptor_limit(cfg);
     std::signal(SIGHUP, SIG_IGN);
     systemd::take_notify_socket();
     systemd::require_absolute_state_dir(cfg);
@@ -186,6 +230,7 @@ int serve_command(const config& cfg) {
     net::services services;
     services.cfg = &cfg;
     services.pools = &pools;
+    services.readiness_conninfo = target.conninfo;
     services.metrics = &registry;
     services.token_keys = std::move(token_keys);
     services.migrations = resources::migrations();

@@ -54,6 +54,9 @@ inline constexpr std::size_t connections_max = 100'000;
 inline constexpr std::size_t http_body_bytes_max = 1 << 20;
 /// Largest HTTP request header block.
 inline constexpr std::size_t http_header_bytes_max = 16 * 1024;
+/// Bytes one read of a request's header asks for (the gateway reads the header itself before
+/// Beast parses it, to see its raw lines: net/http_framing.hpp).
+inline constexpr std::size_t http_header_read_bytes = 4 * 1024;
 /// Messages queued for writing on one WebSocket before the connection is closed as too slow.
 inline constexpr std::size_t ws_write_queue_max = 4096;
 /// Bounds of the configurable bytes one WebSocket may have queued for writing. The floor holds
@@ -88,8 +91,29 @@ inline constexpr std::size_t io_threads_max = 64;
 /// coroutine; beyond this many they are closed without a response, so that a flood of
 /// connections cannot grow these coroutines without bound.
 inline constexpr std::size_t refusals_max = 64;
+/// Of those, the refusals one source address (its share key: net/admission.hpp) may have at
+/// once; beyond it its connections are closed without a response, so that one address cannot
+/// take every refusal and leave no answer (a /healthz one included) for the others.
+inline constexpr std::size_t refusals_per_address_max = 4;
 /// Time a refused connection gets to send its request and read the 503, in milliseconds.
 inline constexpr std::int64_t refusal_timeout_ms = 1000;
+/// Shortest interval between two log lines about refused connections of one reason, or about
+/// failed accepts, in milliseconds: each line counts what happened since the last one, so a
+/// flood of refusals writes a line every ten seconds, not one per connection.
+inline constexpr std::int64_t refusal_log_interval_ms = 10'000;
+/// The accept loop's pause after a failed accept (out of descriptors: EMFILE, ENFILE), in
+/// milliseconds: the first, doubled after each further failure up to the last, and back to the
+/// first after an accept succeeds. The connection waits in the listen backlog meanwhile.
+inline constexpr std::int64_t accept_backoff_ms_min = 10;
+inline constexpr std::int64_t accept_backoff_ms_max = 1000;
+/// Upper bound on `gateway.sessions_per_account_max`, the WebSocket sessions of one account (or
+/// producer).
+inline constexpr std::size_t sessions_per_account_max = 10'000;
+/// Descriptors the engine keeps for itself besides its client connections, refusals and
+/// database connections: listeners, event loops (epoll, eventfd, timerfd each), the log,
+/// files read at run time, a private cluster's pipes. At start `gateway.connections_max` is
+/// lowered so that these, the pools and the refusals fit under the hard RLIMIT_NOFILE.
+inline constexpr std::size_t fds_reserved = 128;
 /// Time an early answer (413, 431, 400, 503) waits while it discards the client's unread input
 /// before closing, in milliseconds: closing with unread input makes the kernel send a reset,
 /// which can destroy the response before the client reads it.
@@ -105,9 +129,14 @@ inline constexpr std::int64_t shutdown_gate_poll_ms = 5;
 /// Time sessions get to observe their errors and unwind after the shutdown deadline has
 /// force-closed every connection, in milliseconds.
 inline constexpr std::int64_t shutdown_force_close_grace_ms = 1000;
-/// Deadline of the whole /readyz check, in milliseconds. The pools have their own deadlines;
-/// this one makes /readyz answer in time even when those are configured long (a load balancer
-/// probes with a short timeout and must get an answer, not a hang).
+/// Pause between two readiness checks, in milliseconds: /readyz answers from the newest check
+/// (net/readiness_probe.hpp), which runs on a database connection of its own, so a flood of
+/// probes costs the database nothing.
+inline constexpr std::int64_t readiness_interval_ms = 1000;
+/// Deadline of one readiness check (connect and query), in milliseconds: a database that hangs
+/// shows as "database unreachable" within it, however long the pools' own deadlines are. A
+/// check older than readiness_interval_ms + readiness_timeout_ms (the checks stopped) is not
+/// trusted either.
 inline constexpr std::int64_t readiness_timeout_ms = 3000;
 /// Upper bound on the configurable lock-timeout retries of one feed or operator (admin)
 /// transaction (`feed.lock_retries_max`, `admin.lock_retries_max`).
@@ -329,6 +358,11 @@ static_assert(inflight_per_connection_max <= ws_write_queue_max,
 static_assert(quoted_input_chars_max < frame_bytes_max);
 static_assert(refusals_max <= connections_max,
               "refusals are a share of the connections, not more than all of them");
+static_assert(refusals_per_address_max <= refusals_max);
+static_assert(accept_backoff_ms_min > 0 && accept_backoff_ms_min <= accept_backoff_ms_max);
+static_assert(refusal_log_interval_ms <= timeout_ms_max);
+static_assert(readiness_interval_ms < readiness_timeout_ms,
+              "a check that answers in time is never stale");
 static_assert(refusal_timeout_ms <= timeout_ms_max && linger_timeout_ms <= timeout_ms_max &&
               readiness_timeout_ms <= timeout_ms_max);
 static_assert(shutdown_gate_poll_ms < shutdown_force_close_grace_ms,

@@ -149,6 +149,33 @@ TEST_CASE("settlement defaults: batches in flight follow the settlement pool") {
     CHECK(sized.settlement.batches_in_flight == 6);
 }
 
+TEST_CASE("the admission shares and the header deadline: defaults, bounds, built by hand") {
+    const auto cfg = load_config(std::nullopt, {});
+    CHECK(cfg.gateway.connections_per_address_max == 1000);
+    CHECK(cfg.gateway.sessions_per_account_max == 32);
+    CHECK(cfg.gateway.header_timeout_ms == 5000);
+    // A configuration built by hand starts from the same shares (config.hpp says why).
+    const fulltime::config by_hand;
+    CHECK(by_hand.gateway.connections_per_address_max == cfg.gateway.connections_per_address_max);
+    CHECK(by_hand.gateway.sessions_per_account_max == cfg.gateway.sessions_per_account_max);
+    CHECK(by_hand.gateway.header_timeout_ms == cfg.gateway.header_timeout_ms);
+    const auto env =
+        load_config(std::nullopt, {{"FULLTIME_GATEWAY_CONNECTIONS_PER_ADDRESS_MAX", "20"},
+                                   {"FULLTIME_GATEWAY_SESSIONS_PER_ACCOUNT_MAX", "3"},
+                                   {"FULLTIME_GATEWAY_HEADER_TIMEOUT_MS", "300"}});
+    CHECK(env.gateway.connections_per_address_max == 20);
+    CHECK(env.gateway.sessions_per_account_max == 3);
+    CHECK(env.gateway.header_timeout_ms == 300);
+    for (const char* key :
+         {"connections_per_address_max", "sessions_per_account_max", "header_timeout_ms"}) {
+        const auto path = temp_file(R"({"gateway":{")" + std::string(key) + R"(":0}})");
+        const auto msg = error_of(path, {});
+        std::remove(path.c_str());
+        CHECK(msg.find("'gateway." + std::string(key) + "' must be between 1 and") !=
+              std::string::npos);
+    }
+}
+
 TEST_CASE("each path has its own lock settings, by default placement's values") {
     const auto cfg = load_config(std::nullopt, {});
     CHECK(cfg.feed.lock_timeout_ms == cfg.placement.lock_timeout_ms);

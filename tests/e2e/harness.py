@@ -129,17 +129,19 @@ def post_ok(engine, path, body, bearer):
 
 class Engine:
     """A `fulltime serve` child process (or `argv`, e.g. a packaged binary with its config, run
-    in `cwd`). Reads its stderr on a thread to learn its port, and the operators' port when
-    admin_listen is set (operators())."""
+    in `cwd`; `preexec_fn` runs in the child before it, e.g. to set its resource limits). Reads
+    its stderr on a thread to learn its port, and the operators' port when admin_listen is set
+    (operators())."""
 
-    def __init__(self, env, argv=None, cwd=None):
+    def __init__(self, env, argv=None, cwd=None, preexec_fn=None):
         self.env = env
         self.lines = []
         self.port = None
         self.admin_port = None
         self._listening = threading.Event()
         self.proc = subprocess.Popen(argv or [BINARY, "serve"], env=env, cwd=cwd,
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                                     preexec_fn=preexec_fn)
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
         if not self._listening.wait(STARTUP_TIMEOUT_S):

@@ -214,7 +214,7 @@ TEST_CASE("healthz answers without the database, unknown paths and methods answe
 
     r = http_call(g.port(), "POST", "/healthz");
     CHECK(r.status == 405);
-    CHECK(r.header("Allow") == "GET");
+    CHECK(r.header("Allow") == "GET, HEAD");
     CHECK(json::parse(r.body)["code"] == "method_not_allowed");
 
     r = http_get(g.port(), "/v1/bets");
@@ -224,10 +224,17 @@ TEST_CASE("healthz answers without the database, unknown paths and methods answe
 
 TEST_CASE("readyz is 503 until the migrations are applied, then 200") {
     gateway g;
+    // /readyz answers from the newest readiness check, made once a second: the first one is
+    // under way when the gateway starts.
+    REQUIRE(eventually([&] {
+        return json::parse(http_get(g.port(), "/readyz").body).value("reason", "") ==
+               "migrations pending";
+    }));
     auto r = http_get(g.port(), "/readyz");
     CHECK(r.status == 503);
     CHECK(json::parse(r.body) == json{{"status", "not_ready"}, {"reason", "migrations pending"}});
     REQUIRE(g.migrate());
+    CHECK(eventually([&] { return http_get(g.port(), "/readyz").status == 200; }));
     r = http_get(g.port(), "/readyz");
     CHECK(r.status == 200);
     CHECK(json::parse(r.body) == json{{"status", "ready"}});
@@ -283,7 +290,7 @@ TEST_CASE("metrics exposes pool, gateway and request series in the text format")
     CHECK(contains(m, "fulltime_http_requests_total{route=\"unmatched\",code=\"404\"} 1\n"));
     CHECK(contains(m, "fulltime_gateway_websocket_sessions{endpoint=\"/v1/bets\"} 0\n"));
     CHECK(contains(m, "fulltime_gateway_open_connections "));
-    CHECK(contains(m, "fulltime_gateway_rejected_connections_total 0\n"));
+    CHECK(contains(m, "fulltime_gateway_rejected_connections_total{reason=\"address\"} 0\n"));
     CHECK(contains(m, "fulltime_ws_frames_too_big_total 0\n"));
     CHECK(contains(m, "fulltime_ws_busy_total 0\n"));
     // One header per family, even for families with several series.
@@ -485,7 +492,7 @@ TEST_CASE("connections over connections_max are refused with 503") {
     auto a = open_bets(g.port(), account_token());
     auto b = open_bets(g.port(), account_token());
     CHECK(g.server().open_connections() == 2);
-    auto r = http_get(g.port(), "/healthz");
+    auto r = http_get(g.port(), "/nope");
     CHECK(r.status == 503);
     CHECK(json::parse(r.body)["code"] == "unavailable");
     CHECK(r.header("Retry-After") == "1");
@@ -493,11 +500,18 @@ TEST_CASE("connections over connections_max are refused with 503") {
         ws_client refused(g.port());
         CHECK(refused.upgrade("/v1/bets", bearer(account_token())).status == 503);
     }
-    a.close();
-    REQUIRE(eventually([&] { return g.server().open_connections() == 1; }));
+    // A health check is answered all the same, by the refusal.
     r = http_get(g.port(), "/healthz");
     CHECK(r.status == 200);
-    CHECK(contains(g.metrics(), "fulltime_gateway_rejected_connections_total 2\n"));
+    a.close();
+    REQUIRE(eventually([&] { return g.server().open_connections() == 1; }));
+    r = http_get(g.port(), "/nope");
+    CHECK(r.status == 404);
+    // That connection's slot is given back once the engine has seen it close.
+    REQUIRE(eventually([&] { return g.server().open_connections() == 1; }));
+    const auto m = g.metrics();
+    CHECK_MESSAGE(
+        contains(m, "fulltime_gateway_rejected_connections_total{reason=\"connections\"} 3\n"), m);
 }
 
 TEST_CASE("graceful shutdown lets an in-flight request finish, then closes with 1001") {

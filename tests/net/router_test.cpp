@@ -52,7 +52,20 @@ TEST_CASE("a known path with another method is 405 with Allow") {
     CHECK(m.route->name == "feed");
     m = match_route(t, "DELETE", "/healthz");
     CHECK(m.kind == match_kind::method_not_allowed);
-    CHECK(m.allow == "GET");
+    CHECK(m.allow == "GET, HEAD");
+}
+
+TEST_CASE("HEAD is served by the GET route of the path") {
+    const auto t = table();
+    auto m = match_route(t, "HEAD", "/healthz");
+    REQUIRE(m.kind == match_kind::found);
+    CHECK(m.route->name == "healthz");
+    m = match_route(t, "HEAD", "/v1/accounts/42");
+    REQUIRE(m.kind == match_kind::found);
+    CHECK(m.route->name == "accounts");
+    m = match_route(t, "HEAD", "/v1/feed");
+    CHECK(m.kind == match_kind::method_not_allowed);
+    CHECK(m.allow == "POST");
 }
 
 TEST_CASE("prefixes match at segment boundaries, exact beats prefix, longer prefix wins") {
@@ -73,6 +86,6 @@ TEST_CASE("prefixes match at segment boundaries, exact beats prefix, longer pref
     // Allow lists every method some route would serve this path with.
     m = match_route(t, "DELETE", "/v1/accounts/42");
     CHECK(m.kind == match_kind::method_not_allowed);
-    CHECK(m.allow == "GET, POST");
+    CHECK(m.allow == "GET, HEAD, POST");
     CHECK(m.route->name == "account_ops");
 }

@@ -26,6 +26,18 @@ TEST_CASE("query parameters are found by exact name and percent-decoded") {
     CHECK_FALSE(query_param("", "token").has_value());
 }
 
+TEST_CASE("a parameter not listed, or listed twice, is unexpected") {
+    CHECK_FALSE(unexpected_query_param("", {"status"}));
+    CHECK_FALSE(unexpected_query_param("status=open&limit=5", {"status", "limit"}));
+    CHECK_FALSE(unexpected_query_param("status", {"status"}));
+    CHECK(unexpected_query_param("foo=bar", {"status"}) == "foo");
+    CHECK(unexpected_query_param("status=open&Status=all", {"status"}) == "Status");
+    CHECK(unexpected_query_param("status=open&status=all", {"status"}) == "status");
+    CHECK_FALSE(unexpected_query_param("status=open&&limit=1&", {"status", "limit"}));
+    CHECK(unexpected_query_param("=1", {"status"}) == "");
+    CHECK(unexpected_query_param("st%61tus=open", {"status"}) == "st%61tus");
+}
+
 TEST_CASE("the header wins over the query and a bad header is not rescued by the query") {
     CHECK(extract_token("Bearer h", "token=q") == "h");
     CHECK(extract_token("", "token=q") == "q");

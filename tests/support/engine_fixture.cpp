@@ -83,6 +83,9 @@ struct engine::impl {
         net::services s;
         s.cfg = &cfg;
         s.pools = parts.pools ? &pools : nullptr;
+        if (parts.pools) {
+            s.readiness_conninfo = parts.pools_url.empty() ? db.url() : parts.pools_url;
+        }
         s.metrics = &registry;
         s.token_keys.current = token_secret;
         s.migrations = resources::migrations();

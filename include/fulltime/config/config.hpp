@@ -59,10 +59,20 @@ struct gateway_settings {
     std::optional<std::string> admin_host;
     std::uint16_t admin_port = 0;
     std::size_t connections_max = 0;
+    // The admission shares start at config/fulltime.json's defaults rather than 0, as the lock
+    // settings below do: a configuration built field by field (the tests) must not refuse every
+    // connection. config_test checks that the two agree.
+    /// Connections one source address (an IPv6 /64) may hold; one more is refused with 503.
+    std::size_t connections_per_address_max = 1000;
+    /// WebSocket sessions one account (a bet-client token's) or producer may hold at once.
+    std::size_t sessions_per_account_max = 32;
     std::size_t frame_bytes_max = 0;
     std::size_t inflight_per_connection_max = 0;
     std::size_t write_queue_bytes_max = 0;        ///< queued for one WebSocket, at most
     std::size_t write_queue_bytes_total_max = 0;  ///< queued for all WebSockets, at most
+    /// Deadline to receive a request's whole header: from the accept for the first request,
+    /// from its first byte for a later one on a kept-alive connection.
+    std::int64_t header_timeout_ms = 5000;
     std::int64_t handshake_timeout_ms = 0;
     std::int64_t idle_timeout_ms = 0;
     std::int64_t shutdown_deadline_ms = 0;

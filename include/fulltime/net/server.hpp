@@ -42,9 +42,14 @@ namespace fulltime::net {
 /// shutdown(); the gateway settings are copied at construction.
 struct services {
     const fulltime::config* cfg = nullptr;  ///< gateway settings (required)
-    db::pools* pools = nullptr;             ///< /readyz and pool metrics; null: readyz is 503
-    /// The executor `pools` was made with (a pool is single-executor); empty: the io_context's.
+    db::pools* pools = nullptr;             ///< for the pool metrics
+    /// The executor `pools` was made with (a pool is single-executor), which the readiness
+    /// check's connection uses too; empty: the io_context's.
     boost::asio::any_io_executor db_executor;
+    /// The database /readyz reports on, checked once a second on a connection of the gateway's
+    /// own, never one of the pools' (net/readiness_probe.hpp); empty: /readyz is always 503
+    /// "database unreachable".
+    std::string readiness_conninfo;
     metrics::registry* metrics = nullptr;  ///< null: the server keeps a private registry
     token::keyring token_keys;             ///< what tokens are verified against (core/token.hpp)
     std::vector<resources::migration_source> migrations;  ///< what /readyz expects applied
@@ -82,9 +87,10 @@ public:
     /// set (the operators' routes are then on port()).
     std::optional<std::uint16_t> admin_port() const noexcept;
 
-    /// Stops accepting at once, lets in-flight requests finish until `deadline` from now, then
-    /// closes WebSockets with 1001 and HTTP connections; force-closes whatever remains at the
-    /// deadline. Completes when every session is gone (or a short grace after the deadline).
+    /// Stops accepting and the readiness checks at once, lets in-flight requests finish until
+    /// `deadline` from now, then closes WebSockets with 1001 and HTTP connections; force-closes
+    /// whatever remains at the deadline. Completes when every session is gone (or a short grace
+    /// after the deadline).
     boost::asio::awaitable<void> shutdown(std::chrono::milliseconds deadline);
 
     /// Returns the number of open client connections (HTTP and WebSocket).
