@@ -9,6 +9,8 @@ config test_config(const std::string& database_url) {
     cfg.gateway.connections_max = 64;
     cfg.gateway.frame_bytes_max = 65536;
     cfg.gateway.inflight_per_connection_max = 8;
+    cfg.gateway.write_queue_bytes_max = 1 << 20;
+    cfg.gateway.write_queue_bytes_total_max = 256 << 20;
     cfg.gateway.handshake_timeout_ms = 2000;
     cfg.gateway.idle_timeout_ms = 10000;
     cfg.gateway.shutdown_deadline_ms = 2000;
