@@ -149,6 +149,26 @@ int run_command_line(int argc, char** argv) {
     on_parsed(void_app, action,
               [&](const config& cfg) { return void_overdue_command(cfg, void_overdue); });
 
+    close_gap_options close_gap;
+    bool close_gap_json = false;
+    CLI::App* gap_app = add(app, "close-gap",
+                            "declare that seqs FROM to THROUGH of a market's feed will never come, "
+                            "so the events after them apply; refusals (not_a_gap, conflict, "
+                            "unknown_market) exit 1; prints one JSON line");
+    gap_app->add_option("--market", close_gap.market_id, "the market")
+        ->required()
+        ->check(CLI::Range(std::int64_t{1}, int64_max));
+    gap_app->add_option("--from", close_gap.from, "the first missing seq")->required();
+    gap_app->add_option("--through", close_gap.through, "the last missing seq")->required();
+    gap_app->add_option("--key", close_gap.key,
+                        "the event's key (a repeat is a duplicate; default "
+                        "operator:close-gap:ID:FROM-THROUGH)");
+    gap_app->add_option("--operator", close_gap.operator_name, "the operator's name")
+        ->default_val(close_gap.operator_name);
+    add_json(gap_app, close_gap_json, "the output is JSON already (accepted on every command)");
+    on_parsed(gap_app, action,
+              [&](const config& cfg) { return close_gap_command(cfg, close_gap); });
+
     bool reconcile_json = false;
     CLI::App* reconcile = add(app, "reconcile",
                               "run one reconciliation now (ledger against balances, currency "

@@ -47,6 +47,20 @@ struct void_overdue_options {
 /// line; a refusal (not_overdue, nothing_to_void, unknown_market, conflict) exits with 1.
 int void_overdue_command(const config& cfg, const void_overdue_options& o);
 
+struct close_gap_options {
+    std::int64_t market_id = 0;
+    std::int64_t from = 0;
+    std::int64_t through = 0;
+    std::optional<std::string> key;  ///< default operator:close-gap:ID:FROM-THROUGH
+    std::string operator_name = "cli";
+};
+
+/// Stores the operator's decision that seqs FROM to THROUGH of a market's feed will never come
+/// (`fulltime close-gap --market ID --from FROM --through THROUGH [--key KEY] [--operator NAME]`),
+/// so the events after the hole apply. Prints one JSON line; a refusal (not_a_gap, conflict,
+/// unknown_market) exits with 1.
+int close_gap_command(const config& cfg, const close_gap_options& o);
+
 /// Runs one reconciliation against the configured database and prints its summary
 /// (`fulltime reconcile [--json]`). Exit status 0: no reconciliation incident open afterwards;
 /// 1: one is.

@@ -22,6 +22,7 @@ SUBCOMMANDS = {
     ("token", "producer"): ["NAME", "--ttl"],
     ("token", "admin"): ["OPERATOR", "--ttl"],
     ("void-overdue",): ["--market", "--key", "--force", "--operator", "--json"],
+    ("close-gap",): ["--market", "--from", "--through", "--key", "--operator", "--json"],
     ("reconcile",): ["--json"],
     ("audit",): ["--json"],
     ("partitions",): ["--keep", "--json"],
@@ -40,6 +41,7 @@ COMPLETE = {
     ("token", "producer"): ["feed-1"],
     ("token", "admin"): ["alice"],
     ("void-overdue",): ["--market", "1"],
+    ("close-gap",): ["--market", "1", "--from", "1", "--through", "2"],
     ("rehearse",): ["scenario.json"],
 }
 
@@ -48,7 +50,8 @@ UNREACHABLE = "host=/nonexistent port=1 dbname=x connect_timeout=2"
 
 # The commands that talk to the database, each as a whole command line.
 DATABASE_COMMANDS = [["serve"], ["migrate"], ["migrate", "--status"], ["migrate", "--status", "--json"],
-                     ["void-overdue", "--market", "1"], ["reconcile"], ["reconcile", "--json"],
+                     ["void-overdue", "--market", "1"],
+                     ["close-gap", "--market", "1", "--from", "1", "--through", "2"], ["reconcile"], ["reconcile", "--json"],
                      ["audit"], ["audit", "--json"], ["partitions"], ["partitions", "--keep"],
                      ["project"], ["project", "--verify"], ["project", "--rebuild"]]
 
@@ -117,6 +120,8 @@ class UsageTest(unittest.TestCase):
                      ["token", "admin", "alice", "--ttl", "0"], ["token", "admin"],
                      ["void-overdue"], ["void-overdue", "--market"],
                      ["void-overdue", "--market", "0"], ["void-overdue", "--market", "1.5"],
+                     ["close-gap", "--market", "1"], ["close-gap", "--market", "1", "--from", "1"],
+                     ["close-gap", "--market", "1", "--from", "x", "--through", "2"],
                      ["migrate", "--json"], ["project", "--rebuild", "--verify"],
                      ["diagnose", "--samples", "0"], ["diagnose", "--url", "127.0.0.1:8080"],
                      ["rehearse"], ["bench-placement", "--arrivals", "bursty"],

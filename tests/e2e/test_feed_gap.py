@@ -1,6 +1,7 @@
 """A producer's anomalies in a market's `seq` (issue 18, finding 5) against a running engine:
 a seq beyond PostgreSQL's integer, and a hole that held every later event back for good. The
-operator closes the hole (POST /v1/feed/markets/{id}/close-gap), the events after it apply,
+operator closes the hole (POST /v1/feed/markets/{id}/close-gap, or `fulltime close-gap` from the
+command line), the events after it apply,
 the operator's void works past a huge seq, and a producer event inside the closed range is
 refused. Money invariants at the end."""
 
@@ -9,7 +10,7 @@ import json
 
 import websockets.client
 
-from harness import Engine, EngineTestCase, wait_until
+from harness import Engine, EngineTestCase, run_cli, wait_until
 from money import assert_money_invariants
 
 HUGE_SEQ = 9223372036854775000  # past 2^31 - 1 (PostgreSQL integer), below 2^63 - 1
@@ -155,6 +156,49 @@ class FeedGapTest(EngineTestCase):
                                                  "WHERE bet_id = %s ORDER BY version, reversal",
                                                  huge)],
                          ["cancel", "uncancel", "cancel", "uncancel", "cancel"])
+        assert_money_invariants(self, self.db_url)
+
+    def close_gap_cli(self, *args):
+        code, out, err = run_cli(["close-gap", *args], self.env)
+        return code, json.loads(out) if out.strip() else None, err
+
+    def test_the_command_line_closes_a_hole_for_a_running_engine(self):
+        engine = Engine(self.env)
+        self.addCleanup(engine.kill)
+        engine.wait_ready()
+        self.send_market(engine, market(410))
+        self.open_accounts(engine, [62], "50.00")
+        bet = self.place(engine, self.token("account", "62"), 410, "k410")
+        status, body = engine.post_json("/v1/feed", result(410, 3, "r410-3"), self.producer)
+        self.assertEqual(status, 200, body)
+
+        # Refusals exit 1 with the route's codes; bad arguments are usage errors (2); nothing is
+        # stored by either.
+        code, out, err = self.close_gap_cli("--market", "410", "--from", "1", "--through", "3")
+        self.assertEqual((code, out["code"]), (1, "not_a_gap"), (out, err))
+        code, out, err = self.close_gap_cli("--market", "411", "--from", "1", "--through", "2")
+        self.assertEqual((code, out["code"]), (1, "unknown_market"), (out, err))
+        for bad in (["--from", "2", "--through", "1"], ["--from", "0", "--through", "1"],
+                    ["--from", "1", "--through", "2", "--key", "k" * 256],
+                    ["--from", "1", "--through", "2", "--operator", ""]):
+            code, out, err = self.close_gap_cli("--market", "410", *bad)
+            self.assertEqual(code, 2, (bad, out, err))
+            self.assertIsNone(out, bad)
+        self.assertEqual(self.sql("SELECT count(*) FROM result_events WHERE market_id = 410")[0][0],
+                         1)
+        self.assertEqual(self.settled(bet), 0)
+
+        # The hole closed from the command line: the running engine applies seq 3 on its scan.
+        code, out, err = self.close_gap_cli("--market", "410", "--from", "1", "--through", "2",
+                                            "--operator", "night-shift")
+        self.assertEqual(code, 0, (out, err))
+        self.assertEqual((out["outcome"], out["duplicate"], out["event_key"]),
+                         ("stored", False, "operator:close-gap:410:1-2"), out)
+        wait_until(lambda: self.settled(bet) == 1, "seq 3 never applied after the close")
+        code, out, err = self.close_gap_cli("--market", "410", "--from", "1", "--through", "2")
+        self.assertEqual((code, out["duplicate"]), (0, True), (out, err))
+        payload = self.sql("SELECT payload FROM result_events WHERE market_id = 410 AND seq = 1")
+        self.assertEqual(payload[0][0].get("operator"), "night-shift", payload)
         assert_money_invariants(self, self.db_url)
 
 
