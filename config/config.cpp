@@ -244,8 +244,8 @@ json merged_document(const std::optional<std::string>& path,
     // tests/e2e): a shell that exported them for a script may start the engine too.
     // FULLTIME_TEST_* is the test harness's whole family.
     static const std::set<std::string, std::less<>> scripts_own{
-        "FULLTIME_BUILD_DIR", "FULLTIME_SKIP_DEPS", "FULLTIME_SANITIZE", "FULLTIME_ROOT",
-        "FULLTIME_BINARY"};
+        "FULLTIME_BUILD_DIR", "FULLTIME_BUILD_TYPE", "FULLTIME_SKIP_DEPS",
+        "FULLTIME_SANITIZE",  "FULLTIME_ROOT",       "FULLTIME_BINARY"};
     for (const auto& [name, value] : environment) {
         if (name.rfind("FULLTIME_", 0) == 0 && name.rfind("FULLTIME_TEST_", 0) != 0 &&
             !scripts_own.contains(name) && !used.contains(name)) {
