@@ -2,6 +2,7 @@
 
 #include "core/token_detail.hpp"
 #include "fulltime/core/assert.hpp"
+#include "fulltime/core/strict_json.hpp"
 #include "fulltime/limits.hpp"
 
 #include <openssl/crypto.h>
@@ -127,10 +128,14 @@ std::optional<std::string> string_field(const nlohmann::json& j, const char* key
 /// Returns the claims in a decoded payload, or nullopt for anything but the exact fields of
 /// its kind with the right types and valid values.
 std::optional<claims> parse_payload(std::string_view json_text) {
-    const nlohmann::json j = nlohmann::json::parse(json_text, nullptr, /*allow_exceptions=*/false);
-    if (j.is_discarded() || !j.is_object()) {
+    // The strict parser, as for every client's JSON: only a signer can make a payload, but a
+    // key twice (which one counts?) or a NUL in a name (the operator's, the producer's, logged
+    // and stored in events) is refused rather than read one way here and another elsewhere.
+    const auto parsed = parse_strict_json(json_text, "token");
+    if (!parsed || !parsed->is_object()) {
         return std::nullopt;
     }
+    const nlohmann::json& j = *parsed;
     const auto k = j.find("k");
     if (k == j.end() || !k->is_string()) {
         return std::nullopt;

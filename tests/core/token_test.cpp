@@ -391,6 +391,22 @@ TEST_CASE("token: a correctly signed payload that is not a JSON object is malfor
     }
 }
 
+TEST_CASE("token: a correctly signed payload with a key twice or a NUL in a name is malformed") {
+    for (std::string_view json : {R"({"k":"account","a":42,"a":7,"e":1700003600})",
+                                  R"({"k":"admin","k":"account","o":"ops","e":1700003600})",
+                                  R"({"k":"admin","o":"ops\u0000root","e":1700003600})",
+                                  R"({"k":"producer","p":"feed\u0000","e":1700003600})"}) {
+        CAPTURE(json);
+        CHECK(error_of_payload(json) == verify_error::malformed);
+    }
+    // The same payloads without the duplicate or the NUL verify.
+    const auto ok = token::verify(
+        token::detail::sign_payload(R"({"k":"account","a":42,"e":1700003600})", secret),
+        only(secret), now_s);
+    REQUIRE(ok.has_value());
+    CHECK(ok->claims.account_id == 42);
+}
+
 TEST_CASE("token: a correctly signed payload with an unknown kind is malformed") {
     for (std::string_view json :
          {R"({"k":"root","e":1700003600})", R"({"k":"Admin","e":1700003600})",
