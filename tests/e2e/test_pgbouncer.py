@@ -87,9 +87,12 @@ class PgBouncerTest(EngineTestCase):
         bet ids per account."""
         placed_all = asyncio.Event()
         placed = {"n": 0}
+        # Made before any bettor connects: `fulltime token` is a blocking subprocess, which
+        # inside the event loop holds up the connections already opening.
+        tokens = {account: self.token("account", str(account)) for account in ACCOUNTS}
 
         async def bettor(account):
-            token = self.token("account", str(account))
+            token = tokens[account]
             # A loaded machine may take a while to accept 20 connections at once.
             async with websockets.client.connect(
                     engine.ws_url("/v1/bets"), open_timeout=60,

@@ -103,8 +103,13 @@ class PlacementTest(EngineTestCase):
             self.send_market(engine, MARKET)
             self.open_accounts(engine, bettors, "95.00")
 
+            # Made before the bettors start: `fulltime token` is a blocking subprocess, and made
+            # inside the event loop it held up the connections already opening (under the
+            # sanitizers, twelve in a row outlasted their 10 s opening timeout).
+            tokens = {account: self.token("account", str(account)) for account in bettors}
+
             async def bettor(account):
-                token = self.token("account", str(account))
+                token = tokens[account]
                 async with websockets.client.connect(
                         engine.ws_url("/v1/bets"),
                         extra_headers={"Authorization": "Bearer " + token}) as ws:
