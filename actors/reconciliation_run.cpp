@@ -2,6 +2,7 @@
 // `fulltime reconcile`.
 
 #include "fulltime/actors/reconciliation.hpp"
+#include "fulltime/core/metrics.hpp"
 #include "fulltime/core/money.hpp"
 #include "fulltime/db/pool.hpp"
 #include "fulltime/db/reconciliation_statements.hpp"
@@ -163,6 +164,9 @@ asio::awaitable<db::outcome<reconcile_summary>> reconcile_once(
         }
         ++out.chunks;
         out.accounts_checked += chunk->accounts_checked;
+        if (settings.accounts_progress != nullptr) {
+            settings.accounts_progress->set(out.accounts_checked);
+        }
         out.drifts += chunk->drifts;
         add_changes(out, chunk->changes);
         for (const auto& [code, accounts] : chunk->accounts_per_currency) {

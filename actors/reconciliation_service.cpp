@@ -73,6 +73,7 @@ std::string describe_run(const reconcile_summary& s) {
 
 // Runs on the io_context: one run, recorded and logged.
 asio::awaitable<reconcile_reply> run_once(std::shared_ptr<reconcile_worker> w) {
+    w->metrics->run_accounts_checked.set(0);
     w->metrics->running.set(1);
     auto run = co_await reconcile_once(*w->pool, w->settings, w->stop);
     w->metrics->running.set(0);
@@ -231,7 +232,11 @@ reconciliation_metrics::reconciliation_metrics(metrics::registry& registry)
           registry.make_counter("fulltime_reconcile_transfers_checked_total",
                                 "Ledger transfers whose currency reconciliation checked.")),
       running(registry.make_gauge("fulltime_reconcile_running",
-                                  "1 while a reconciliation run is in progress.")) {
+                                  "1 while a reconciliation run is in progress.")),
+      run_accounts_checked(
+          registry.make_gauge("fulltime_reconcile_run_accounts_checked",
+                              "Accounts checked so far by the reconciliation run in progress "
+                              "(after it, by the last run).")) {
     static_assert(std::tuple_size_v<decltype(incidents_open)> == db::incident_kinds.size());
     for (std::size_t k = 0; k < db::incident_kinds.size(); ++k) {
         incidents_open[k] = &registry.make_gauge(open_name, open_help,
@@ -297,6 +302,7 @@ reconciliation_service::reconciliation_service(caf::actor_system& system, asio::
     w->settings = reconcile_run_settings::from(cfg);
     w->count_timeout = std::chrono::milliseconds(cfg.database.query_timeout_ms);
     w->metrics = &metrics;
+    w->settings.accounts_progress = &metrics.run_accounts_checked;
     impl_->system = &system;
     impl_->worker = w;
     impl_->run_timeout = std::chrono::milliseconds(cfg.reconcile.run_timeout_ms);

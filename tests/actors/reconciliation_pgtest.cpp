@@ -420,8 +420,10 @@ TEST_CASE("a request during a run is answered by the next run, which sees what c
     });
     e.fund(1, 40, 1000);
     auto first = e.ask_run();
-    // Account 1 is the first chunk, long passed when the corruption lands.
-    std::this_thread::sleep_for(300ms);
+    // Account 1 is the first chunk: the corruption lands once the run has checked it (and 39
+    // chunks with their pauses are still to go).
+    REQUIRE(fulltime::test::eventually(
+        [&] { return e.reconciliation_metrics().run_accounts_checked.value() >= 1; }, 60s));
     e.exec("UPDATE accounts SET available = 7 WHERE account_id = 1");
     auto second = e.ask_run();
     auto third = e.ask_run();
@@ -450,7 +452,9 @@ TEST_CASE("stopping answers a waiting request and ends the run at its next step"
     });
     e.fund(1, 100, 1000);
     auto pending = e.ask_run();
-    std::this_thread::sleep_for(200ms);
+    // Stopped once the run is under way (99 chunks with their pauses still to go).
+    REQUIRE(fulltime::test::eventually(
+        [&] { return e.reconciliation_metrics().run_accounts_checked.value() >= 1; }, 60s));
     e.on_loop([](fulltime::actors::reconciliation_service* r) -> asio::awaitable<bool> {
         r->stop();
         co_return true;

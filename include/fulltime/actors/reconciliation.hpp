@@ -95,6 +95,9 @@ struct reconcile_run_settings {
     std::int64_t lock_timeout_ms = 1000;
     std::int64_t statement_timeout_ms = 60000;
     std::chrono::milliseconds query_timeout{65000};  ///< client-side deadline of one step
+    /// When set, the accounts checked so far by the run, updated after each chunk (the
+    /// service's fulltime_reconcile_run_accounts_checked: a long run's progress).
+    metrics::gauge* accounts_progress = nullptr;
 
     /// Returns the settings of cfg.reconcile (the round-trip deadline: statement timeout plus
     /// the configured query timeout, so the server's limit fires first).
@@ -124,11 +127,12 @@ struct reconciliation_metrics {
     /// Sets the open-incident gauges, (kind, count) as in reconcile_summary::incidents_open.
     void set_open(const std::vector<std::pair<std::string, std::int64_t>>& open) noexcept;
 
-    metrics::counter& runs_ok;            ///< runs that checked everything
-    metrics::counter& runs_failed;        ///< runs that stopped on an error
-    metrics::counter& accounts_checked;   ///< accounts compared, over all runs
-    metrics::counter& transfers_checked;  ///< transfers read, over all runs
-    metrics::gauge& running;              ///< 1 while a run is in progress
+    metrics::counter& runs_ok;             ///< runs that checked everything
+    metrics::counter& runs_failed;         ///< runs that stopped on an error
+    metrics::counter& accounts_checked;    ///< accounts compared, over all runs
+    metrics::counter& transfers_checked;   ///< transfers read, over all runs
+    metrics::gauge& running;               ///< 1 while a run is in progress
+    metrics::gauge& run_accounts_checked;  ///< accounts checked by the run in progress, or the last
     /// Open incidents by kind (fulltime_incidents_open{kind=...}), in the schema's kind order.
     std::array<metrics::gauge*, 4> incidents_open{};
     std::atomic<std::int64_t> last_duration_us{0};      ///< the last run's, finished or failed
