@@ -59,6 +59,13 @@ start_throwaway_pg() {
     log "throwaway PostgreSQL running in $THROWAWAY_PG_DIR"
 }
 
+# For the benchmarks, which make and drop their own databases and checkpoint before each run as
+# the role they measure: the throwaway cluster's `fulltime` may create databases and run
+# CHECKPOINT (pg_checkpoint). The tests keep the role docs/operations.md asks for.
+grant_benchmark_privileges() {
+    "$PG_BIN/psql" -X -q -v ON_ERROR_STOP=1 -d "$THROWAWAY_PG_ADMIN_URL"         -c "ALTER ROLE fulltime CREATEDB" -c "GRANT pg_checkpoint TO fulltime" >/dev/null         || die "could not grant the benchmark's privileges to fulltime"
+}
+
 # Stops the throwaway cluster and its standbys (immediate mode: nothing in them is kept) and
 # removes its directory, the standbys' with it.
 stop_throwaway_pg() {
