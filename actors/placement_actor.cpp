@@ -67,6 +67,9 @@ void placement_actor::stop() {
     queue_.clear();
     worker_->closed = true;
     worker_->conn = db::pooled_connection{};
+    if (worker_->open_pause != nullptr) {
+        worker_->open_pause->cancel();
+    }
 }
 
 // When nothing runs, starts the requests queued so far (at most group_max_) as one group:

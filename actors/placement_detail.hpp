@@ -6,7 +6,9 @@
 #include "fulltime/db/pool.hpp"
 
 #include <boost/asio/awaitable.hpp>
+#include <boost/asio/steady_timer.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -31,7 +33,18 @@ struct placement_worker {
     /// Read the WAL position after each group that wrote (a standby serves read-your-writes).
     bool read_commit_lsn = false;
     placement_metrics* metrics = nullptr;
+    /// Opening the worker's first connection may take this long (database.connect_timeout_ms).
+    std::chrono::milliseconds connect_timeout{0};
+    /// Counts the workers of the service that have opened their first connection (any thread
+    /// reads it: readiness); `opened` says whether this one is counted.
+    std::shared_ptr<std::atomic<std::size_t>> opened_count;
+    bool opened = false;
+    /// warm()'s pause between tries while it waits in one; stop() cancels it.
+    boost::asio::steady_timer* open_pause = nullptr;
 };
+
+/// Counts the worker in its service's opened_count the first time it holds a connection.
+void note_opened(placement_worker& worker) noexcept;
 
 /// Names one placement of a group: the request and its fingerprint.
 struct group_item {
@@ -58,9 +71,11 @@ boost::asio::awaitable<group_answer> execute_group(std::shared_ptr<placement_wor
                                                    std::vector<group_item> items,
                                                    steady::time_point deadline);
 
-/// Opens the worker's connection ahead of its first placement, so that the first requests after
-/// a start do not all wait on the pool at once (the pool's wait is short, and opening many
-/// connections together takes longer than it). A failure is left for the first call to retry.
+/// Opens the worker's connection ahead of its first placement, waiting for a whole connect rather
+/// than the pool's short wait, and tries again (backing off) until it has one or the worker
+/// closes. The engine says it is ready only once every worker has (placement_service::opened):
+/// the first bets after a start neither wait for connects nor are answered busy because
+/// opening several connections at once outlasted the pool's wait.
 boost::asio::awaitable<void> warm(std::shared_ptr<placement_worker> worker);
 
 /// Holds the io side of the purge actor.

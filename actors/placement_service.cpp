@@ -44,6 +44,9 @@ struct placement_service::impl {
     std::chrono::milliseconds request_timeout{0};
     placement_metrics* metrics = nullptr;
     std::atomic<bool> stopped{false};  ///< read by place() on any loop
+    /// Actors that have opened their first connection (detail::warm), read by opened().
+    std::shared_ptr<std::atomic<std::size_t>> opened_count =
+        std::make_shared<std::atomic<std::size_t>>(0);
 
     // Picks the actor of `account` among those of the caller's loop, or among all when the
     // caller's loop has none (or the caller is on no loop, as a test may be).
@@ -92,6 +95,8 @@ placement_service::placement_service(caf::actor_system& system, std::vector<plac
         w->read_commit_lsn = !cfg.database.read_url.empty() && cfg.read.read_your_writes &&
                              cfg.placement.synchronous_commit != "remote_apply";
         w->metrics = &metrics;
+        w->connect_timeout = std::chrono::milliseconds(cfg.database.connect_timeout_ms);
+        w->opened_count = impl_->opened_count;
         auto actor = std::make_shared<placement_actor>(loop.context->get_executor(), w,
                                                        cfg.placement.group_bets_max);
         impl_->by_loop[l].push_back(actor);
@@ -108,6 +113,10 @@ placement_service::placement_service(caf::actor_system& system, std::vector<plac
     impl_->purge_worker = p;
     impl_->purger = detail::spawn_idempotency_purge_actor(
         system, p, main, std::chrono::milliseconds(cfg.placement.purge_interval_ms));
+}
+
+bool placement_service::opened() const noexcept {
+    return impl_->opened_count->load(std::memory_order_acquire) == impl_->all.size();
 }
 
 placement_service::~placement_service() {

@@ -7,7 +7,12 @@
 #include "fulltime/db/transaction.hpp"
 #include "fulltime/limits.hpp"
 
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
 #include <algorithm>
+#include <string>
 
 namespace fulltime::actors::detail {
 
@@ -82,6 +87,7 @@ asio::awaitable<group_answer> execute_group(std::shared_ptr<placement_worker> wo
                                    "idempotency_key"));
             }
             w.conn = std::move(*acquired);
+            note_opened(w);
         }
         // The call owns the connection while it runs, so that stop() cannot release it under a
         // pending round trip; it goes back to the worker afterwards unless broken or stopped.
@@ -184,18 +190,46 @@ asio::awaitable<group_answer> execute_group(std::shared_ptr<placement_worker> wo
     }
 }
 
+void note_opened(placement_worker& worker) noexcept {
+    if (!worker.opened) {
+        worker.opened = true;
+        if (worker.opened_count) {
+            worker.opened_count->fetch_add(1, std::memory_order_release);
+        }
+    }
+}
+
 asio::awaitable<void> warm(std::shared_ptr<placement_worker> worker) {
-    if (worker->closed || worker->conn) {
-        co_return;
-    }
-    auto acquired = co_await worker->pool->acquire();
-    if (!acquired) {
-        log::debug("placement: warming a connection failed: " + db::describe(acquired.error()));
-        co_return;
-    }
-    // A call that started meanwhile acquired its own; this one then goes back to the pool.
-    if (!worker->closed && !worker->conn) {
-        worker->conn = std::move(*acquired);
+    asio::steady_timer pause(co_await asio::this_coro::executor);
+    worker->open_pause = &pause;
+    // Also when the frame is destroyed unfinished (its loop torn down).
+    struct forget {
+        placement_worker& w;
+        ~forget() { w.open_pause = nullptr; }
+    } forget_pause{*worker};
+    auto backoff = std::chrono::milliseconds(limits::placement_open_retry_ms_min);
+    // The pool's own connect gives up at connect_timeout; the wait allows for the others
+    // opening at the same moment on the same loop.
+    const auto wait = worker->connect_timeout * 2;
+    while (!worker->closed && !worker->opened) {
+        auto acquired = co_await worker->pool->acquire(wait);
+        if (acquired) {
+            // A call that started meanwhile acquired its own; this one then goes back to the pool.
+            if (!worker->closed && !worker->conn) {
+                worker->conn = std::move(*acquired);
+            }
+            note_opened(*worker);
+            break;
+        }
+        if (worker->closed) {
+            break;
+        }
+        log::warn("placement: opening a connection failed (trying again in " +
+                  std::to_string(backoff.count()) + " ms): " + db::describe(acquired.error()));
+        pause.expires_after(backoff);
+        co_await pause.async_wait(asio::as_tuple(asio::use_awaitable));
+        backoff =
+            std::min(backoff * 2, std::chrono::milliseconds(limits::placement_open_retry_ms_max));
     }
 }
 

@@ -64,7 +64,8 @@ struct pool_state : std::enable_shared_from_this<pool_state> {
           session_(std::move(session)) {}
 
     /// Lends a connection, waiting in the queue if none is free.
-    static asio::awaitable<outcome<pooled_connection>> acquire(std::shared_ptr<pool_state> self);
+    static asio::awaitable<outcome<pooled_connection>> acquire(std::shared_ptr<pool_state> self,
+                                                               std::chrono::milliseconds wait);
 
     /// Opens one connection and hands it to the oldest waiter or keeps it idle; a failure fails
     /// the oldest waiter, so no waiter is left waiting on a connect that will not come.
@@ -240,7 +241,8 @@ pool_waiter::~pool_waiter() {
     }
 }
 
-asio::awaitable<outcome<pooled_connection>> pool_state::acquire(std::shared_ptr<pool_state> self) {
+asio::awaitable<outcome<pooled_connection>> pool_state::acquire(std::shared_ptr<pool_state> self,
+                                                                std::chrono::milliseconds wait) {
     pool_state& s = *self;
     // The pool is single-threaded: callers run on its executor or on a strand of the same
     // single-threaded io_context (the gateway's sessions), so compare execution contexts.
@@ -266,7 +268,7 @@ asio::awaitable<outcome<pooled_connection>> pool_state::acquire(std::shared_ptr<
 
     const auto started = clock_type::now();
     pool_waiter w{s, s.executor_};
-    w.timer_.expires_after(std::chrono::milliseconds{s.settings_.wait_ms_max});
+    w.timer_.expires_after(wait);
     w.position_ = s.waiters_.insert(s.waiters_.end(), &w);
     w.queued_ = true;
     s.dispatch();
@@ -292,7 +294,7 @@ asio::awaitable<outcome<pooled_connection>> pool_state::acquire(std::shared_ptr<
     }
     s.timeouts_total_.fetch_add(1, std::memory_order_relaxed);
     co_return make_failure(errc::pool_timeout, "pool " + s.name_ + ": no connection within " +
-                                                   std::to_string(s.settings_.wait_ms_max) + " ms");
+                                                   std::to_string(wait.count()) + " ms");
 }
 
 asio::awaitable<void> pool_state::open_one(std::shared_ptr<pool_state> self) {
@@ -359,7 +361,12 @@ pool::~pool() { state_->close(); }
 
 asio::awaitable<outcome<pooled_connection>> pool::acquire() {
     // Not a coroutine itself: the returned coroutine holds the shared state, not `this`.
-    return detail::pool_state::acquire(state_);
+    return detail::pool_state::acquire(state_,
+                                       std::chrono::milliseconds{state_->settings_.wait_ms_max});
+}
+
+asio::awaitable<outcome<pooled_connection>> pool::acquire(std::chrono::milliseconds wait) {
+    return detail::pool_state::acquire(state_, wait);
 }
 
 pool_stats pool::stats() const {

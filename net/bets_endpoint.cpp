@@ -9,6 +9,7 @@
 #include "fulltime/db/projection_statements.hpp"
 #include "fulltime/db/read_router.hpp"
 #include "fulltime/limits.hpp"
+#include "fulltime/net/account_writes.hpp"
 
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -50,7 +51,7 @@ std::chrono::microseconds since(steady::time_point from, steady::time_point to) 
 // Runs on the connection's own loop (see add_bets_handlers): it touches only the placement
 // service, which hands the request to an actor of this loop, and atomic metrics.
 asio::awaitable<json> handle_place(bets_endpoint_services s, std::int64_t account_id,
-                                   session_writes* writes, steady::time_point received,
+                                   account_writes* writes, steady::time_point received,
                                    json message) {
     auto request = bets::parse_place(message, account_id);
     if (!request) {
@@ -63,25 +64,20 @@ asio::awaitable<json> handle_place(bets_endpoint_services s, std::int64_t accoun
     auto result =
         co_await s.placement->place(std::move(*request), std::move(fingerprint), &answered);
     if (writes != nullptr && result.xid != 0) {
-        writes->note(result.xid, result.commit_lsn);
+        writes->note(account_id, result.xid, result.commit_lsn);
     }
     json reply = bets::render_place_result(id_of(message), result);
     s.metrics->stage(actors::placement_stage::reply).record(since(answered, steady::now()));
     co_return reply;
 }
 
-// The session's own placements, as the read must see them (nothing when read-your-writes is
-// off or the session placed nothing).
-std::uint64_t own_lsn(const bets_endpoint_services& s, const request_context& context) {
+// The account's own writes, as its reads must see them: every placement this engine answered
+// for it, on any of its sessions, and every settlement pushed to it (nothing when
+// read-your-writes is off or there are none).
+account_writes::seen own_writes(const bets_endpoint_services& s, const request_context& context) {
     return s.reads_settings.read_your_writes && context.writes != nullptr
-               ? context.writes->commit_lsn.load(std::memory_order_relaxed)
-               : 0;
-}
-
-std::uint64_t own_xid(const bets_endpoint_services& s, const request_context& context) {
-    return s.reads_settings.read_your_writes && context.writes != nullptr
-               ? context.writes->xid.load(std::memory_order_relaxed)
-               : 0;
+               ? context.writes->of(context.claims.account_id)
+               : account_writes::seen{};
 }
 
 asio::awaitable<json> handle_balance(bets_endpoint_services s, const request_context& context,
@@ -91,7 +87,7 @@ asio::awaitable<json> handle_balance(bets_endpoint_services s, const request_con
         co_return bets::render_invalid(id_of(message), request.error().message);
     }
     const db::read_need need{std::chrono::milliseconds(s.reads_settings.balance_staleness_ms),
-                             own_lsn(s, context)};
+                             own_writes(s, context).commit_lsn};
     const std::int64_t account_id = request->account_id;
     auto balance = co_await s.reads->run(
         need, [account_id](db::connection& conn) { return db::read_balance(conn, account_id); });
@@ -108,7 +104,7 @@ asio::awaitable<json> handle_balance(bets_endpoint_services s, const request_con
     co_return bets::render_balance(id_of(message), **balance);
 }
 
-// One page of the read model, once its projector has passed `xid` (the session's last write; 0:
+// One page of the read model, once its projector has passed `xid` (the account's last write; 0:
 // none): nullopt when it did not within ryw_wait, and the page must come from the write tables.
 asio::awaitable<db::outcome<std::optional<bets::bets_page>>> read_model_page(
     db::connection& conn, const read_settings& settings, bets::bets_request request,
@@ -151,10 +147,10 @@ asio::awaitable<json> handle_bets(bets_endpoint_services s, const request_contex
     db::outcome<bets::bets_page> page = db::failure{db::errc::server_error, {}, "not read"};
     if (s.reads_settings.bets_source == "read_model") {
         // The read model answers for every write the projector has passed; the standby holds
-        // it as of its replay. A session whose own placement is not there yet gets its page
+        // it as of its replay. An account whose own placement is not there yet gets its page
         // from the write tables on the primary, which hold every committed bet.
         const db::read_need need{std::chrono::milliseconds(s.reads_settings.bets_staleness_ms), 0};
-        const std::uint64_t xid = own_xid(s, context);
+        const std::uint64_t xid = own_writes(s, context).xid;
         const read_settings settings = s.reads_settings;
         auto projected = co_await s.reads->run(need, [&settings, r, xid](db::connection& conn) {
             return read_model_page(conn, settings, r, xid);
@@ -171,7 +167,7 @@ asio::awaitable<json> handle_bets(bets_endpoint_services s, const request_contex
         }
     } else {
         const db::read_need need{std::chrono::milliseconds(s.reads_settings.bets_staleness_ms),
-                                 own_lsn(s, context)};
+                                 own_writes(s, context).commit_lsn};
         page = co_await s.reads->run(need, [r](db::connection& conn) {
             return db::list_bets(conn, r.account_id, r.status, r.limit, r.before);
         });

@@ -25,6 +25,11 @@ http_response readyz(const server_state& state) {
                                         : readiness::unreachable;
     switch (r) {
         case readiness::ready:
+            // The first bets must not wait for connects (actors/placement_detail.hpp, warm).
+            if (state.svc.placement_opened && !state.svc.placement_opened()) {
+                return status_body(
+                    503, {{"status", "not_ready"}, {"reason", "placement connections opening"}});
+            }
             return status_body(200, {{"status", "ready"}});
         case readiness::pending:
             return status_body(503, {{"status", "not_ready"}, {"reason", "migrations pending"}});

@@ -3,6 +3,7 @@
 /// shared_ptr so that nothing they touch dies before they do.
 
 #include "fulltime/config/config.hpp"
+#include "fulltime/net/account_writes.hpp"
 #include "fulltime/net/server.hpp"
 #include "net/admission.hpp"
 #include "net/gateway_metrics.hpp"
@@ -54,7 +55,8 @@ struct server_state : std::enable_shared_from_this<server_state> {
     metrics::registry& registry;
     gateway_metrics metrics;
     connection_registry connections;
-    http_routes routes;                       ///< built-in routes, then svc.routes
+    account_writes writes;  ///< each account's newest write, for its sessions' reads
+    http_routes routes;     ///< built-in routes, then svc.routes
     boost::asio::ip::tcp::acceptor acceptor;  ///< `listen`
     std::uint16_t port = 0;
     boost::asio::ip::tcp::acceptor admin_acceptor;  ///< `admin_listen`, when set

@@ -124,8 +124,9 @@ public:
     }
 
     void push(std::string text, std::uint64_t xid) override {
-        // Before the message can reach the client: its next read then waits for the projector.
-        writes_.note(xid, 0);
+        // Before the message can reach the client: the account's next read then waits for the
+        // projector.
+        state_->writes.note(claims_.account_id, xid, 0);
         asio::post(executor_, [self = shared_from_this(), text = std::move(text)]() mutable {
             self->enqueue(std::move(text));
         });
@@ -438,7 +439,7 @@ private:
         const endpoint_handler& handler = self->handlers_->find(message.type)->second;
         try {
             const request_context context{self->claims_,   self->id_, self->endpoint_,
-                                          self->executor_, received,  &self->writes_};
+                                          self->executor_, received,  &self->state_->writes};
             if (handler.on_connection_loop || self->state_->on_main_loop()) {
                 reply = co_await handler.run(context, std::move(message.body));
             } else {
@@ -486,7 +487,6 @@ private:
     ws_endpoint endpoint_;
     token::claims claims_;
     std::uint64_t id_;
-    session_writes writes_;  ///< what this session placed, for its own reads
     const endpoint_handlers* handlers_;
     std::size_t inflight_max_;
 

@@ -231,6 +231,7 @@ int serve_command(const config& given) {
     services.cfg = &cfg;
     services.pools = &pools;
     services.readiness_conninfo = target.conninfo;
+    services.placement_opened = [&placement] { return placement.opened(); };
     services.metrics = &registry;
     services.token_keys = std::move(token_keys);
     services.migrations = resources::migrations();
@@ -242,7 +243,7 @@ int serve_command(const config& given) {
     auto& reads_behind = registry.make_counter(
         "fulltime_reads_behind_own_write_total",
         "bets reads answered from the write tables because the read model had not yet caught up "
-        "with the session's own placement within read.ryw_wait_ms.");
+        "with the account's own placement within read.ryw_wait_ms.");
     actors::projector_metrics projector_metrics(registry);
     net::add_bets_handlers(services.bets,
                            {&placement, &placement_metrics, &reads, cfg.read, &reads_behind});
@@ -313,7 +314,8 @@ int serve_command(const config& given) {
                       pools, cfg.gateway.shutdown_deadline_ms),
         boost::asio::detached);
     // Ready: the gateway accepts, the actors run and the schema is current (/readyz answers 200
-    // once the pools reach the database; docs/operations.md).
+    // once the database answers and the placement actors have opened their connections;
+    // docs/operations.md).
     systemd::notify("READY=1\nSTATUS=serving");
     ioc.run();
 

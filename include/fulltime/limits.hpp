@@ -234,6 +234,10 @@ inline constexpr std::size_t placement_group_max = 256;
 /// Re-executions of one placement on a fresh connection after its connection broke. Safe
 /// because the idempotency key makes a re-execution return the first result.
 inline constexpr std::size_t placement_reconnects_max = 2;
+/// A placement actor that could not open its first connection tries again after this long,
+/// doubling up to the maximum (the engine is not ready until every actor has one).
+inline constexpr std::int64_t placement_open_retry_ms_min = 100;
+inline constexpr std::int64_t placement_open_retry_ms_max = 5000;
 /// Upper bound on the configurable lock-timeout retries of one placement.
 inline constexpr std::size_t placement_lock_retries_max = 100;
 /// Purge transactions in one round of the idempotency purge actor; the rest waits for the next
@@ -312,6 +316,10 @@ inline constexpr int history_steps_per_round_max = 12;
 inline constexpr std::int64_t read_sample_interval_ms_min = 10;
 inline constexpr std::size_t read_lsn_samples_max = 4096;
 inline constexpr std::int64_t read_ryw_poll_ms = 2;
+/// Slots of the table of each account's newest write (net/account_writes.hpp): 16 bytes each, so
+/// 1 MiB. With more active accounts than slots, some share one and a read of either may wait for
+/// the other's newer write (at most read.ryw_wait_ms, then the primary answers).
+inline constexpr std::size_t account_writes_slots = std::size_t{1} << 16;
 
 // --- Reconciliation ----------------------------------------------------------------------------
 

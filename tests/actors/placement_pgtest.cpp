@@ -7,6 +7,7 @@
 #include "fulltime/config/config.hpp"
 #include "fulltime/core/metrics.hpp"
 #include "fulltime/core/money.hpp"
+#include "fulltime/db/pool.hpp"
 #include "support/engine_fixture.hpp"
 #include "support/http_client.hpp"
 
@@ -404,6 +405,33 @@ TEST_CASE("stopping the placement actors answers every placement, queued or runn
     // A placement after the stop is answered busy at once, not left waiting.
     CHECK(request(c, place("after", "stop-after", 1001, "1.00", "2.00"))["code"] == "busy");
     e.check_invariants();
+}
+
+TEST_CASE("each placement actor opens its connection at start and keeps trying until it can") {
+    SUBCASE("the database answers: every actor holds a connection before any bet") {
+        engine e;
+        REQUIRE(fulltime::test::eventually([&] { return e.placement().opened(); }));
+        const auto placement = e.pools().stats().front();
+        REQUIRE(placement.name == "placement");
+        CHECK(placement.in_use == e.placement().actor_count());
+        CHECK(placement.connect_failures_total == 0);
+    }
+    SUBCASE("nothing listens: the actors try again, and the service never says opened") {
+        fulltime::test::engine e(
+            {.placement = true,
+             .pools_url = "host=127.0.0.1 port=1 dbname=nothing",
+             .migrate = false},
+            placement_config, [](fulltime::config& cfg) { cfg.database.connect_timeout_ms = 200; });
+        // Every actor failed, paused and failed again: twice as many failed connects.
+        REQUIRE(fulltime::test::eventually(
+            [&] {
+                return e.pools().stats().front().connect_failures_total >=
+                       2 * e.placement().actor_count();
+            },
+            10s));
+        CHECK_FALSE(e.placement().opened());
+        // The fixture stops the service on the way out: the actors' pauses end at once.
+    }
 }
 
 TEST_CASE("a market suspended between two placements refuses the second") {

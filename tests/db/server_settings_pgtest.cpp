@@ -29,7 +29,7 @@ std::unique_ptr<db::pool> make_pool(asio::any_io_executor executor, const std::s
 
 awaitable<void> sessions_carry_the_bounds(std::string url) {
     auto executor = co_await asio::this_coro::executor;
-    auto p = make_pool(executor, url, {"fulltime-placement", 4321, 1234, false});
+    auto p = make_pool(executor, url, {"fulltime-placement", 4321, 1234, false, {}});
     auto c = co_await p->acquire();
     FT_REQUIRE_OK(c);
     auto r = co_await (*c)->query(
@@ -50,7 +50,7 @@ awaitable<void> sessions_carry_the_bounds(std::string url) {
     CHECK(longer.has_value());
 
     // Without timeouts, the session keeps the server's (0 on the test server).
-    auto plain = make_pool(executor, url, {"fulltime-read", 0, 0});
+    auto plain = make_pool(executor, url, {"fulltime-read", 0, 0, {}, {}});
     auto d = co_await plain->acquire();
     FT_REQUIRE_OK(d);
     auto q = co_await (*d)->query(
@@ -63,7 +63,7 @@ awaitable<void> sessions_carry_the_bounds(std::string url) {
 
 awaitable<void> idle_in_transaction_is_ended(std::string url) {
     auto executor = co_await asio::this_coro::executor;
-    auto p = make_pool(executor, url, {"fulltime-background", 0, 200});
+    auto p = make_pool(executor, url, {"fulltime-background", 0, 200, {}, {}});
     auto admin = co_await open_connection(url);
     auto c = co_await p->acquire();
     FT_REQUIRE_OK(c);

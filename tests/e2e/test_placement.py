@@ -193,10 +193,17 @@ class PlacementTest(EngineTestCase):
                 async with websockets.client.connect(url) as ws:
                     outcomes = {}
                     for key in keys:
-                        await ws.send(json.dumps({
-                            "type": "place", "id": key, "idempotency_key": key,
-                            "selection_id": 1001, "stake": "1.00", "odds": "2.50"}))
-                        reply = json.loads(await asyncio.wait_for(ws.recv(), 10))
+                        # `busy` says: the same key again, after retry_after_ms (a loaded
+                        # machine may still answer it; the engine is ready only once its
+                        # placement connections are open, so not for want of one at start).
+                        for _ in range(20):
+                            await ws.send(json.dumps({
+                                "type": "place", "id": key, "idempotency_key": key,
+                                "selection_id": 1001, "stake": "1.00", "odds": "2.50"}))
+                            reply = json.loads(await asyncio.wait_for(ws.recv(), 10))
+                            if reply.get("code") != "busy":
+                                break
+                            await asyncio.sleep(reply["retry_after_ms"] / 1000)
                         outcomes[key] = reply
                     return outcomes
 

@@ -147,6 +147,11 @@ class StandbyReadsTest(EngineTestCase):
                     self.assertEqual(await a.balance(), ("90.00", "10.00"))
                     self.assertEqual(await a.bet_ids(), [bet])
                     self.assertGreater(routed(engine, "primary", "behind_write"), 0)
+                    # And on another connection of hers (a second device): the engine knows
+                    # the account's newest write, not only the session's.
+                    async with Bettor(engine, alice) as a2:
+                        self.assertEqual(await a2.balance(), ("90.00", "10.00"))
+                        self.assertEqual(await a2.bet_ids(), [bet])
 
                     # Money moved by someone else (a deposit) shows on the primary once the
                     # standby is further behind than a balance accepts.
@@ -218,6 +223,41 @@ class StandbyReadsTest(EngineTestCase):
             self.assertTrue(reads["standby_up"])
             self.assertGreater(reads["routes"]["fresh"], 0)
             self.assertIn(self.standby.name, [s["name"] for s in latest["slots"]])
+        finally:
+            self.assertEqual(engine.stop(), 0, engine.log())
+        assert_money_invariants(self, self.db_url)
+
+
+class OwnWritesTest(EngineTestCase):
+    # No projector in this engine: the read model never shows a new bet, so only
+    # read-your-writes can (the page then comes from the write tables).
+    ENGINE_ENV = {"FULLTIME_READ_PROJECTOR_INTERVAL_MS": "0", "FULLTIME_READ_RYW_WAIT_MS": "50"}
+
+    def test_a_bettor_sees_their_bet_on_every_connection_and_only_theirs_wait(self):
+        engine = Engine(self.env)
+        try:
+            engine.wait_ready()
+            self.send_market(engine, MARKET)
+            self.open_accounts(engine, [42, 43], "100.00")
+            alice, bob = self.token("account", "42"), self.token("account", "43")
+
+            async def scenario():
+                async with Bettor(engine, alice) as a:
+                    bet = await a.place("own-1")
+                # A connection opened after the first one closed (a client that connects per
+                # command, as examples/python/bet.py does).
+                async with Bettor(engine, alice) as again, Bettor(engine, bob) as b:
+                    behind = metric(metrics(engine), "fulltime_reads_behind_own_write_total")
+                    self.assertEqual(await again.bet_ids(), [bet])
+                    self.assertEqual(await again.balance(), ("90.00", "10.00"))
+                    self.assertEqual(metric(metrics(engine), "fulltime_reads_behind_own_write_total"),
+                                     behind + 1)
+                    # Bob wrote nothing: his page comes from the (empty) read model at once.
+                    self.assertEqual(await b.bet_ids(), [])
+                    self.assertEqual(metric(metrics(engine), "fulltime_reads_behind_own_write_total"),
+                                     behind + 1)
+
+            asyncio.run(scenario())
         finally:
             self.assertEqual(engine.stop(), 0, engine.log())
         assert_money_invariants(self, self.db_url)

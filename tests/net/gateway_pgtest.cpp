@@ -115,6 +115,9 @@ struct gateway_options {
     std::function<void(fulltime::config&)> configure;
     net::http_routes routes;
     std::string previous_token_secret;  ///< empty: no rollover
+    /// What the gateway is told of the placement connections (services::placement_opened);
+    /// null: nothing (as without placement).
+    std::shared_ptr<std::atomic<bool>> placement_opened;
 };
 
 gateway_options without_pools(std::chrono::milliseconds slow_delay = 400ms) {
@@ -145,8 +148,12 @@ fulltime::test::engine_parts gateway_parts(const gateway_options& options,
     parts.pools_url = options.pools_url;
     parts.migrate = false;
     parts.add_services = [p, delay = options.slow_delay, routes = options.routes,
-                          previous = options.previous_token_secret](net::services& s) {
+                          previous = options.previous_token_secret,
+                          opened = options.placement_opened](net::services& s) {
         s.migrations = probe_migrations;
+        if (opened) {
+            s.placement_opened = [opened] { return opened->load(); };
+        }
         s.token_keys.previous = previous;
         s.bets["slow"] = [p, delay](const net::request_context&, json m) {
             return slow_reply(p, std::move(m), delay);
@@ -235,6 +242,27 @@ TEST_CASE("readyz is 503 until the migrations are applied, then 200") {
     CHECK(json::parse(r.body) == json{{"status", "not_ready"}, {"reason", "migrations pending"}});
     REQUIRE(g.migrate());
     CHECK(eventually([&] { return http_get(g.port(), "/readyz").status == 200; }));
+    r = http_get(g.port(), "/readyz");
+    CHECK(r.status == 200);
+    CHECK(json::parse(r.body) == json{{"status", "ready"}});
+}
+
+TEST_CASE("readyz waits for the placement connections after the database") {
+    gateway_options options;
+    options.placement_opened = std::make_shared<std::atomic<bool>>(false);
+    gateway g(options);
+    REQUIRE(g.migrate());
+    // The database answers and is migrated, but the placement actors have not all opened their
+    // connections yet: a bet sent now would wait for a connect, or be answered busy.
+    REQUIRE(eventually([&] {
+        return json::parse(http_get(g.port(), "/readyz").body).value("reason", "") ==
+               "placement connections opening";
+    }));
+    auto r = http_get(g.port(), "/readyz");
+    CHECK(r.status == 503);
+    CHECK(json::parse(r.body) ==
+          json{{"status", "not_ready"}, {"reason", "placement connections opening"}});
+    options.placement_opened->store(true);
     r = http_get(g.port(), "/readyz");
     CHECK(r.status == 200);
     CHECK(json::parse(r.body) == json{{"status", "ready"}});

@@ -90,6 +90,7 @@ struct engine::impl {
         s.token_keys.current = token_secret;
         s.migrations = resources::migrations();
         if (placement) {
+            s.placement_opened = [p = placement.get()] { return p->opened(); };
             net::add_bets_handlers(s.bets, {placement.get(), placement_metrics.get(), reads.get(),
                                             cfg.read, reads_behind});
         }

@@ -140,6 +140,11 @@ public:
     /// own interval).
     boost::asio::awaitable<std::optional<std::int64_t>> purge_now();
 
+    /// Whether every placement actor has opened its first connection (they start opening at
+    /// construction and keep trying): until then the engine does not say it is ready. Callable
+    /// from any thread.
+    bool opened() const noexcept;
+
     /// Returns the number of placement actors.
     std::size_t actor_count() const noexcept;
 

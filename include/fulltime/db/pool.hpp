@@ -88,6 +88,11 @@ public:
     /// (errc::pool_queue_full).
     boost::asio::awaitable<outcome<pooled_connection>> acquire();
 
+    /// Lends a connection as acquire() does, waiting at most `wait` instead of wait_ms_max: for
+    /// a caller that may wait for a whole connect (a placement actor opening its connection
+    /// before the engine says it is ready).
+    boost::asio::awaitable<outcome<pooled_connection>> acquire(std::chrono::milliseconds wait);
+
     /// Returns a snapshot of the gauges and counters.
     pool_stats stats() const;
 

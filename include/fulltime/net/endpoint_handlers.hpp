@@ -8,7 +8,6 @@
 #include <boost/asio/awaitable.hpp>
 #include <nlohmann/json_fwd.hpp>
 
-#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -23,29 +22,13 @@ class latency_histogram;
 
 namespace fulltime::net {
 
+class account_writes;
+
 /// Names the WebSocket endpoints of the gateway.
 enum class ws_endpoint { bets = 1, feed };
 
 /// Returns the endpoint's path ("/v1/bets" or "/v1/feed").
 std::string_view path_of(ws_endpoint e) noexcept;
-
-/// Holds what one bets session has written, for its own reads (read-your-writes,
-/// docs/architecture.md "Reads"): the highest transaction id and commit position of its
-/// placements. The place handler writes it on the connection's loop; balance and bets read it on
-/// the main loop.
-struct session_writes {
-    std::atomic<std::uint64_t> xid{0};
-    std::atomic<std::uint64_t> commit_lsn{0};
-
-    /// Raises each figure to the given one when that is higher (0 leaves it).
-    void note(std::uint64_t new_xid, std::uint64_t new_lsn) noexcept {
-        for (auto [field, value] : {std::pair{&xid, new_xid}, std::pair{&commit_lsn, new_lsn}}) {
-            std::uint64_t seen = field->load(std::memory_order_relaxed);
-            while (value > seen && !field->compare_exchange_weak(seen, value)) {
-            }
-        }
-    }
-};
 
 /// Describes who sent a message and where it arrived.
 struct request_context {
@@ -54,7 +37,8 @@ struct request_context {
     ws_endpoint endpoint = ws_endpoint::bets;
     boost::asio::any_io_executor executor;  ///< the connection's own executor (a strand)
     std::chrono::steady_clock::time_point received_at;  ///< when the frame was read
-    session_writes* writes = nullptr;  ///< the session's own writes; lives as long as it
+    /// The engine's writes by account, for read-your-writes; lives as long as the gateway.
+    account_writes* writes = nullptr;
 };
 
 /// Handles one message whose "type" it was registered for and returns the reply, which the

@@ -17,6 +17,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -50,6 +51,9 @@ struct services {
     /// own, never one of the pools' (net/readiness_probe.hpp); empty: /readyz is always 503
     /// "database unreachable".
     std::string readiness_conninfo;
+    /// Whether the placement actors have opened their connections (actors::placement_service::
+    /// opened), which /readyz also requires; empty: not asked. Called on any loop.
+    std::function<bool()> placement_opened;
     metrics::registry* metrics = nullptr;  ///< null: the server keeps a private registry
     token::keyring token_keys;             ///< what tokens are verified against (core/token.hpp)
     std::vector<resources::migration_source> migrations;  ///< what /readyz expects applied
