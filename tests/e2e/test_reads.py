@@ -89,6 +89,15 @@ class Bettor:
         return reply["bet"]["bet_id"]
 
 
+def start_alice_and_bob(case, engine):
+    """Once the engine is ready: MARKET open, accounts 42 (alice) and 43 (bob) with 100.00
+    each; returns their tokens."""
+    engine.wait_ready()
+    case.send_market(engine, MARKET)
+    case.open_accounts(engine, [42, 43], "100.00")
+    return case.token("account", "42"), case.token("account", "43")
+
+
 class StandbyReadsTest(EngineTestCase):
     ENGINE_ENV = {
         "FULLTIME_READ_BALANCE_STALENESS_MS": str(BALANCE_STALENESS_MS),
@@ -128,10 +137,7 @@ class StandbyReadsTest(EngineTestCase):
     def test_reads_follow_the_standby_and_a_bettor_always_sees_their_own_bet(self):
         engine = Engine(self.env)
         try:
-            engine.wait_ready()
-            self.send_market(engine, MARKET)
-            self.open_accounts(engine, [42, 43], "100.00")
-            alice, bob = self.token("account", "42"), self.token("account", "43")
+            alice, bob = start_alice_and_bob(self, engine)
             self.wait_standby_fresh(engine)
 
             async def scenario():
@@ -236,10 +242,7 @@ class OwnWritesTest(EngineTestCase):
     def test_a_bettor_sees_their_bet_on_every_connection_and_only_theirs_wait(self):
         engine = Engine(self.env)
         try:
-            engine.wait_ready()
-            self.send_market(engine, MARKET)
-            self.open_accounts(engine, [42, 43], "100.00")
-            alice, bob = self.token("account", "42"), self.token("account", "43")
+            alice, bob = start_alice_and_bob(self, engine)
 
             async def scenario():
                 async with Bettor(engine, alice) as a:
