@@ -61,9 +61,8 @@ private:
 
     static void raise(std::atomic<std::uint64_t>& field, std::uint64_t value) noexcept {
         std::uint64_t seen = field.load(std::memory_order_relaxed);
-        while (value > seen &&
-               !field.compare_exchange_weak(seen, value, std::memory_order_release,
-                                            std::memory_order_relaxed)) {
+        while (value > seen && !field.compare_exchange_weak(seen, value, std::memory_order_release,
+                                                            std::memory_order_relaxed)) {
         }
     }
 
