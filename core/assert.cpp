@@ -30,24 +30,26 @@ bool known_wrong(const char* expr, const char* function, const char* file) {
            std::strstr(file, "beast/http/impl/basic_parser.ipp");
 }
 
-}  // namespace
-
-void assertion_failed(const char* expr, const char* function, const char* file, long line) {
-    if (known_wrong(expr, function, file)) {
-        return;
-    }
-    std::fprintf(stderr, "boost: assertion failed: %s in %s (%s:%ld)\n", expr, function, file,
-                 line);
+// Reports like assert() and stops; `msg` is BOOST_ASSERT_MSG's (null for BOOST_ASSERT).
+[[noreturn]] void report(const char* expr, const char* msg, const char* function, const char* file,
+                         long line) {
+    std::fprintf(stderr, "boost: assertion failed: %s%s%s%s in %s (%s:%ld)\n", expr,
+                 msg ? " (" : "", msg ? msg : "", msg ? ")" : "", function, file, line);
     std::fflush(stderr);
     std::abort();
 }
 
+}  // namespace
+
+void assertion_failed(const char* expr, const char* function, const char* file, long line) {
+    if (!known_wrong(expr, function, file)) {
+        report(expr, nullptr, function, file, line);
+    }
+}
+
 void assertion_failed_msg(const char* expr, const char* msg, const char* function, const char* file,
                           long line) {
-    std::fprintf(stderr, "boost: assertion failed: %s (%s) in %s (%s:%ld)\n", expr, msg, function,
-                 file, line);
-    std::fflush(stderr);
-    std::abort();
+    report(expr, msg, function, file, line);
 }
 
 }  // namespace boost
