@@ -13,11 +13,10 @@ namespace {
 constexpr const char* balance_sql =
     "SELECT available, reserved, currency FROM accounts WHERE account_id = $1::bigint";
 
-// Both bet lists take the same parameters: $1 the account, $2 the status filter, $3 the page's
+// The bet lists take the same parameters: $1 the account, $2 the status filter, $3 the page's
 // limit plus one (the extra row only says whether more bets match), $4 before (NULL: from the
-// newest). The status filter is written as two conditions so that, planned with $2 = 'open', it
-// folds to "version IS NULL", which bet_views_open_idx's predicate needs to be proved.
-// bigint's largest value stands in for "no bound": bet ids are an identity far below it.
+// newest). bigint's largest value stands in for "no bound": bet ids are an identity far below
+// it.
 
 // Newest first. A bet is settled when it has an effect (settle or cancel) that no reversal
 // undid; its effective settlement is the highest such version (schema: bet_settlements).
@@ -39,17 +38,32 @@ constexpr const char* bets_sql =
     "AND ($2::text <> 'settled' OR e.version IS NOT NULL) "
     "ORDER BY b.bet_id DESC LIMIT $3::bigint";
 
-// The same rows from the read model: version, outcome and payout are the effective settlement.
+// The same rows from the read model (docs/schema.md, "Read model"): the bettor's range of
+// bet_view_bets, each with its bet_view_results row (version, outcome and payout are the
+// effective settlement; none: open).
 constexpr const char* bet_views_sql =
-    "SELECT v.bet_id, v.market_id, v.selection_id, v.stake, v.odds, v.currency, "
-    "to_char(v.placed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"'), "
-    "v.version, v.outcome, v.payout "
-    "FROM bet_views v "
-    "WHERE v.account_id = $1::bigint "
-    "AND v.bet_id < coalesce($4::bigint, 9223372036854775807) "
-    "AND ($2::text <> 'open' OR v.version IS NULL) "
-    "AND ($2::text <> 'settled' OR v.version IS NOT NULL) "
-    "ORDER BY v.bet_id DESC LIMIT $3::bigint";
+    "SELECT b.bet_id, b.market_id, b.selection_id, b.stake, b.odds, b.currency, "
+    "to_char(b.placed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"'), "
+    "r.version, r.outcome, r.payout "
+    "FROM bet_view_bets b LEFT JOIN bet_view_results r ON r.bet_id = b.bet_id "
+    "WHERE b.account_id = $1::bigint "
+    "AND b.bet_id < coalesce($4::bigint, 9223372036854775807) "
+    "AND ($2::text <> 'open' OR r.version IS NULL) "
+    "AND ($2::text <> 'settled' OR r.version IS NOT NULL) "
+    "ORDER BY b.bet_id DESC LIMIT $3::bigint";
+
+// The open ones: the bettor's range of bet_view_open, which holds the open bets only, so that a
+// bettor with thousands of settled bets and a few open ones reads those few. An open bet has no
+// effective settlement. $2 is 'open'.
+constexpr const char* open_bet_views_sql =
+    "SELECT b.bet_id, b.market_id, b.selection_id, b.stake, b.odds, b.currency, "
+    "to_char(b.placed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"'), "
+    "NULL::integer, NULL::text, NULL::bigint "
+    "FROM bet_view_open o "
+    "JOIN bet_view_bets b ON b.account_id = o.account_id AND b.bet_id = o.bet_id "
+    "WHERE o.account_id = $1::bigint AND $2::text = 'open' "
+    "AND o.bet_id < coalesce($4::bigint, 9223372036854775807) "
+    "ORDER BY o.bet_id DESC LIMIT $3::bigint";
 
 /// Runs one of the two bet lists and reads its rows into a page of at most `limit` lines.
 asio::awaitable<outcome<bets::bets_page>> read_page(connection& conn, const char* sql,
@@ -133,7 +147,9 @@ asio::awaitable<outcome<bets::bets_page>> list_bet_views(connection& conn, std::
                                                          bets::status_filter status,
                                                          std::int64_t limit,
                                                          std::optional<std::int64_t> before) {
-    co_return co_await read_page(conn, bet_views_sql, account_id, status, limit, before);
+    co_return co_await read_page(
+        conn, status == bets::status_filter::open ? open_bet_views_sql : bet_views_sql, account_id,
+        status, limit, before);
 }
 
 }  // namespace fulltime::db

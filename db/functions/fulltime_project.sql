@@ -1,5 +1,6 @@
 -- The projector's page: applies the next outbox rows after p_consumer's cursor to the read model
--- (bet_views, market_views; docs/schema.md, "Read model") and moves the cursor past them. One
+-- (bet_view_bets, bet_view_results and bet_view_open, which the view bet_views joins, and
+-- market_views; docs/schema.md, "Read model") and moves the cursor past them. One
 -- call is one statement, so one transaction: the page's changes, the cursor and the horizon in
 -- projections commit together, and a page that fails leaves nothing behind.
 --
@@ -17,7 +18,8 @@
 --
 -- Application is idempotent, so a page read twice (a cursor set back, a page applied after a
 -- rebuild or the migration already showed it) changes nothing:
---   * bet_placed inserts the bet's row if the bet has none. The bet's fields come from the
+--   * bet_placed inserts the bet's bet_view_bets row (and its bet_view_open row, while it is
+--     open) if the bet has none. The bet's fields come from the
 --     payload; a row written before the payload carried placed_at and currency (or a settlement
 --     read before its bet's placement: xids are taken at a transaction's first write, not at its
 --     commit) reads the bet from bets by (account_id, bet_id), one probe per partition.
@@ -26,7 +28,9 @@
 --     bet's (applied_version, applied_reversal). A bet's changes only ever grow in that order,
 --     so of a page's entries for one bet the greatest is the last, and applying it alone is
 --     applying them one after the other: an effect sets version, outcome and payout, a reversal
---     (announced only when it leaves the bet open) clears them.
+--     (announced only when it leaves the bet open) clears them. The bet's first change inserts
+--     its bet_view_results row, a later one updates it; a bet that settles leaves bet_view_open
+--     (a delete) and one a reversal opens again comes back.
 --   * market_views changes by the difference between the page's bets before the page (their
 --     bet_views rows; a bet the page inserts counts as nothing before) and after it, summed per
 --     market and currency: one update (an insert for a market new to the read model) per market
@@ -34,13 +38,18 @@
 --
 -- Set-based: one statement of data-modifying CTEs for a page of any size (page, entries, the
 -- rows before, the rows after, the inserts, the updates, the market deltas), then the cursor and
--- the horizon. Every read is by key: the outbox by its key's range, bet_views by its primary
--- key per bet of the page, bets only for the rows above; a new bet is a plain INSERT (the
--- writers take turns, so no other can insert it meanwhile, and ON CONFLICT would log a
--- confirmation record per row). The statements are planned with their values and without
--- sequential scans, like fulltime_purge_outbox, so that statistics of a small or fresh
--- bet_views cannot turn a page into a scan of the table; JIT is off (the disabled scans' costs
--- would trigger it).
+-- the horizon. Every read is by key: the outbox by its key's range, bet_view_bets and
+-- bet_view_results by their keys per bet of the page, bets only for the rows above; new rows
+-- are plain INSERTs (the writers take turns, so no other can insert them meanwhile, and ON
+-- CONFLICT would log a confirmation record per row). The statements are planned with their
+-- values and without sequential scans, like fulltime_purge_outbox, so that statistics of a
+-- small or fresh read model cannot turn a page into a scan of a table; JIT is off (the
+-- disabled scans' costs would trigger it).
+--
+-- What a settled bet costs (0009_read_model_split.sql): a bet_view_results row appended in
+-- bet_id order, its key's entry at the right edge, and the delete of its bet_view_open row;
+-- no row of bet_view_bets changes. About 260 bytes of WAL and 10 us of the database per bet,
+-- against 430 and 17 when a settlement updated each bet's one row (docs/benchmarks.md).
 --
 -- consumed_below (the horizon stored in projections and returned): every outbox row of a
 -- transaction with xid < consumed_below is applied. After a page that was not full it is the
@@ -120,155 +129,200 @@ BEGIN
         ORDER BY o.xact_id, o.outbox_id
         LIMIT p_rows_max
     ),
-    placed AS MATERIALIZED (
-        SELECT p.account_id, (p.payload->>'bet_id')::bigint AS bet_id,
-               (p.payload->>'market_id')::bigint AS market_id,
-               (p.payload->>'selection_id')::bigint AS selection_id,
-               (p.payload->>'currency')::currency_code AS currency,
-               (p.payload->>'stake')::bigint AS stake,
-               (p.payload->>'odds')::bigint AS odds,
-               (p.payload->>'placed_at')::timestamptz AS placed_at
+    placed AS (
+        SELECT p.account_id, x.bet_id, x.market_id, x.selection_id, x.currency, x.stake, x.odds,
+               x.placed_at
         FROM page p
+        CROSS JOIN LATERAL jsonb_to_record(p.payload)
+            AS x(bet_id bigint, market_id bigint, selection_id bigint, currency currency_code,
+                 stake bigint, odds bigint, placed_at timestamptz)
         WHERE p.topic = 'bet_placed'
     ),
     entries AS (
-        SELECT (e.value->>'account_id')::bigint AS account_id,
-               (e.value->>'bet_id')::bigint AS bet_id,
-               (e.value->>'version')::integer AS version,
-               (e.value->>'kind') IN ('reverse', 'uncancel') AS reversal,
-               e.value->>'outcome' AS outcome,
-               (e.value->>'payout')::bigint AS payout
+        SELECT e.account_id, e.bet_id, e.version, e.kind IN ('reverse', 'uncancel') AS reversal,
+               e.outcome, e.payout
         FROM page p
-        CROSS JOIN LATERAL jsonb_array_elements(p.payload->'settlements') e
+        CROSS JOIN LATERAL jsonb_to_recordset(p.payload->'settlements')
+            AS e(account_id bigint, bet_id bigint, version integer, kind text, outcome text,
+                 payout bigint)
         WHERE p.topic = 'settlement_batch'
         UNION ALL
-        SELECT p.account_id, (p.payload->>'bet_id')::bigint, (p.payload->>'version')::integer,
-               (p.payload->>'kind') IN ('reverse', 'uncancel'), p.payload->>'outcome',
-               (p.payload->>'payout')::bigint
+        SELECT p.account_id, x.bet_id, x.version, x.kind IN ('reverse', 'uncancel'), x.outcome,
+               x.payout
         FROM page p
+        CROSS JOIN LATERAL jsonb_to_record(p.payload)
+            AS x(bet_id bigint, version integer, kind text, outcome text, payout bigint)
         WHERE p.topic IN ('bet_settled', 'bet_unsettled')
     ),
-    last_change AS MATERIALIZED (
-        -- Per bet, its greatest change in the page (see the head: the last one).
-        SELECT DISTINCT ON (e.account_id, e.bet_id)
+    last_change AS (
+        -- Per bet, its greatest change in the page (see the head: the last one). Bet ids are
+        -- unique across accounts; in bet_id order, as a settlement's entries come.
+        SELECT DISTINCT ON (e.bet_id)
                e.account_id, e.bet_id, e.version, e.reversal, e.outcome, e.payout
         FROM entries e
-        ORDER BY e.account_id, e.bet_id, e.version DESC, e.reversal DESC
+        ORDER BY e.bet_id, e.version DESC, e.reversal DESC
     ),
-    touched AS MATERIALIZED (
-        SELECT t.account_id, t.bet_id FROM placed t
-        UNION
-        SELECT t.account_id, t.bet_id FROM last_change t
+    touched AS (
+        -- One row per bet of the page: its placement (p) and its last change (c), either or
+        -- both.
+        SELECT coalesce(c.account_id, p.account_id) AS account_id,
+               coalesce(c.bet_id, p.bet_id) AS bet_id,
+               p.market_id AS p_market_id, p.selection_id AS p_selection_id,
+               p.currency AS p_currency, p.stake AS p_stake, p.odds AS p_odds,
+               p.placed_at AS p_placed_at,
+               c.version AS c_version, c.reversal AS c_reversal, c.outcome AS c_outcome,
+               c.payout AS c_payout
+        FROM last_change c
+        FULL JOIN placed p ON p.account_id = c.account_id AND p.bet_id = c.bet_id
     ),
     known AS MATERIALIZED (
-        -- The page's bets as the read model has them: one probe of bet_views' primary key each
-        -- (LIMIT 1 keeps the subquery a probe: joined, a small bet_views was read whole), and
-        -- the row's ctid for the update below. tid NULL: the bet is new to the read model.
-        SELECT t.account_id, t.bet_id, v.tid, v.market_id, v.selection_id, v.currency, v.stake,
-               v.odds, v.placed_at, v.version, v.outcome, v.payout, v.applied_version,
-               v.applied_reversal
+        -- The page's bets as the read model has them: one probe of bet_view_bets' key (in_view:
+        -- the bet has a row; its fields) and one of bet_view_results' key (the bet's settlement
+        -- and last change applied, and the row's ctid for the update below; tid NULL: no change
+        -- applied yet). LIMIT 1 keeps each subquery a probe: joined, a small table was read
+        -- whole.
+        SELECT t.account_id, t.bet_id, b.bet_id IS NOT NULL AS in_view,
+               coalesce(b.market_id, t.p_market_id) AS market_id,
+               coalesce(b.selection_id, t.p_selection_id) AS selection_id,
+               coalesce(b.currency, t.p_currency) AS currency,
+               coalesce(b.stake, t.p_stake) AS stake,
+               coalesce(b.odds, t.p_odds) AS odds,
+               coalesce(b.placed_at, t.p_placed_at) AS placed_at,
+               r.tid, r.version, r.outcome, r.payout,
+               coalesce(r.applied_version, 0) AS applied_version,
+               coalesce(r.applied_reversal, false) AS applied_reversal,
+               t.c_version, t.c_reversal, t.c_outcome, t.c_payout
         FROM touched t
         LEFT JOIN LATERAL (
-            SELECT v.ctid AS tid, v.market_id, v.selection_id, v.currency, v.stake, v.odds,
-                   v.placed_at, v.version, v.outcome, v.payout, v.applied_version,
-                   v.applied_reversal
-            FROM bet_views v
-            WHERE v.account_id = t.account_id AND v.bet_id = t.bet_id
+            SELECT b.bet_id, b.market_id, b.selection_id, b.currency, b.stake, b.odds,
+                   b.placed_at
+            FROM bet_view_bets b
+            WHERE b.account_id = t.account_id AND b.bet_id = t.bet_id
             LIMIT 1
-        ) v ON true
-    ),
-    start AS (
-        -- Each bet's fields and its state before the page. A bet new to the read model starts
-        -- open, its fields from its placement's payload, else from bets.
-        SELECT k.account_id, k.bet_id, k.tid,
-               coalesce(k.market_id, p.market_id, x.market_id) AS market_id,
-               coalesce(k.selection_id, p.selection_id, x.selection_id) AS selection_id,
-               coalesce(k.currency, p.currency, x.currency) AS currency,
-               coalesce(k.stake, p.stake, x.stake) AS stake,
-               coalesce(k.odds, p.odds, x.odds) AS odds,
-               coalesce(k.placed_at, p.placed_at, x.placed_at) AS placed_at,
-               k.version, k.outcome, k.payout,
-               coalesce(k.applied_version, 0) AS applied_version,
-               coalesce(k.applied_reversal, false) AS applied_reversal
-        FROM known k
-        LEFT JOIN placed p ON p.account_id = k.account_id AND p.bet_id = k.bet_id
+        ) b ON true
         LEFT JOIN LATERAL (
-            SELECT b.market_id, b.selection_id, b.currency, b.stake, b.odds, b.placed_at
-            FROM bets b
-            WHERE k.tid IS NULL AND (p.placed_at IS NULL OR p.currency IS NULL)
-              AND b.account_id = k.account_id AND b.bet_id = k.bet_id
+            SELECT r.ctid AS tid, r.version, r.outcome, r.payout, r.applied_version,
+                   r.applied_reversal
+            FROM bet_view_results r
+            WHERE r.bet_id = t.bet_id
             LIMIT 1
-        ) x ON true
+        ) r ON true
+    ),
+    from_bets AS (
+        -- A bet new to the read model whose placement the page does not carry whole: from bets
+        -- (a bet_placed row written before it carried placed_at and currency, or a settlement
+        -- read before its bet's placement). Rare, so a CTE of its own: as a lateral join of
+        -- every row, it cost each bet a probe of every partition's plan.
+        SELECT k.bet_id, x.market_id, x.selection_id, x.currency, x.stake, x.odds, x.placed_at
+        FROM known k
+        CROSS JOIN LATERAL (
+            SELECT x.market_id, x.selection_id, x.currency, x.stake, x.odds, x.placed_at
+            FROM bets x
+            WHERE x.account_id = k.account_id AND x.bet_id = k.bet_id
+            LIMIT 1
+        ) x
+        WHERE NOT k.in_view AND (k.placed_at IS NULL OR k.currency IS NULL)
     ),
     after AS MATERIALIZED (
-        SELECT s.account_id, s.bet_id, s.tid, s.market_id, s.selection_id, s.currency, s.stake,
-               s.odds, s.placed_at, a.applies,
-               CASE WHEN NOT a.applies THEN s.version
-                    WHEN NOT c.reversal THEN c.version END AS version,
-               CASE WHEN NOT a.applies THEN s.outcome
-                    WHEN NOT c.reversal THEN c.outcome END AS outcome,
-               CASE WHEN NOT a.applies THEN s.payout
-                    WHEN NOT c.reversal THEN c.payout END AS payout,
-               CASE WHEN a.applies THEN c.version ELSE s.applied_version END AS applied_version,
-               CASE WHEN a.applies THEN c.reversal ELSE s.applied_reversal END
+        -- Each bet after the page, beside what it was before (version_before, payout_before,
+        -- open_before: the bet had its bet_view_open row; every bet_view_bets row with no
+        -- effective settlement has one).
+        SELECT k.account_id, k.bet_id, k.in_view, k.tid,
+               coalesce(x.market_id, k.market_id) AS market_id,
+               coalesce(x.selection_id, k.selection_id) AS selection_id,
+               coalesce(x.currency, k.currency) AS currency,
+               coalesce(x.stake, k.stake) AS stake,
+               coalesce(x.odds, k.odds) AS odds,
+               coalesce(x.placed_at, k.placed_at) AS placed_at,
+               a.applies, k.version AS version_before, k.payout AS payout_before,
+               k.in_view AND k.version IS NULL AS open_before,
+               CASE WHEN NOT a.applies THEN k.version
+                    WHEN NOT k.c_reversal THEN k.c_version END AS version,
+               CASE WHEN NOT a.applies THEN k.outcome
+                    WHEN NOT k.c_reversal THEN k.c_outcome END AS outcome,
+               CASE WHEN NOT a.applies THEN k.payout
+                    WHEN NOT k.c_reversal THEN k.c_payout END AS payout,
+               CASE WHEN a.applies THEN k.c_version ELSE k.applied_version END
+                   AS applied_version,
+               CASE WHEN a.applies THEN k.c_reversal ELSE k.applied_reversal END
                    AS applied_reversal
-        FROM start s
-        LEFT JOIN last_change c ON c.account_id = s.account_id AND c.bet_id = s.bet_id
+        FROM known k
+        LEFT JOIN from_bets x ON x.bet_id = k.bet_id
         CROSS JOIN LATERAL (
-            SELECT coalesce((c.version, c.reversal) > (s.applied_version, s.applied_reversal),
+            SELECT coalesce((k.c_version, k.c_reversal) > (k.applied_version, k.applied_reversal),
                             false) AS applies
         ) a
         -- A bet neither the page nor bets knows (its period left the write tables) is not
         -- shown; nothing else can leave market_id NULL.
-        WHERE s.market_id IS NOT NULL
+        WHERE coalesce(x.market_id, k.market_id) IS NOT NULL
     ),
     inserted AS (
-        INSERT INTO bet_views (account_id, bet_id, market_id, selection_id, currency, stake, odds,
-                               placed_at, version, outcome, payout, applied_version,
-                               applied_reversal)
+        -- A new bet is a plain INSERT: the writers take turns, so no other can insert it
+        -- meanwhile, and ON CONFLICT would log a confirmation record per row.
+        INSERT INTO bet_view_bets (account_id, bet_id, market_id, selection_id, currency, stake,
+                                   odds, placed_at)
         SELECT a.account_id, a.bet_id, a.market_id, a.selection_id, a.currency, a.stake, a.odds,
-               a.placed_at, a.version, a.outcome, a.payout, a.applied_version,
-               a.applied_reversal
+               a.placed_at
         FROM after a
-        WHERE a.tid IS NULL
+        WHERE NOT a.in_view
         ORDER BY a.account_id, a.bet_id
     ),
-    updated AS (
-        -- By the ctid read above (a TID scan per row, no second index probe). The statement's
-        -- snapshot read it, and the writers take turns, so it is the row's current version.
-        UPDATE bet_views v
+    results_added AS (
+        -- A bet's first change: in bet_id order, so a settlement's rows append.
+        INSERT INTO bet_view_results (bet_id, version, outcome, payout, applied_version,
+                                      applied_reversal)
+        SELECT a.bet_id, a.version, a.outcome, a.payout, a.applied_version, a.applied_reversal
+        FROM after a
+        WHERE a.applies AND a.tid IS NULL
+        ORDER BY a.bet_id
+    ),
+    results_updated AS (
+        -- A later change (a correction): by the ctid read above (a TID scan per row, no second
+        -- probe). The statement's snapshot read it, and the writers take turns, so it is the
+        -- row's current version.
+        UPDATE bet_view_results r
         SET version = a.version, outcome = a.outcome, payout = a.payout,
             applied_version = a.applied_version, applied_reversal = a.applied_reversal
         FROM after a
-        WHERE a.tid IS NOT NULL AND a.applies AND v.ctid = a.tid
+        WHERE a.applies AND a.tid IS NOT NULL AND r.ctid = a.tid
+    ),
+    opened AS (
+        -- Open after the page and not before: a new open bet, or one a reversal opened again.
+        INSERT INTO bet_view_open (account_id, bet_id)
+        SELECT a.account_id, a.bet_id
+        FROM after a
+        WHERE a.version IS NULL AND NOT a.open_before
+        ORDER BY a.account_id, a.bet_id
+    ),
+    closed AS (
+        -- Open before the page and settled after it.
+        DELETE FROM bet_view_open o
+        USING after a
+        WHERE a.open_before AND a.version IS NOT NULL
+          AND o.account_id = a.account_id AND o.bet_id = a.bet_id
     ),
     deltas AS MATERIALIZED (
-        -- Per market and currency, what the page changed: the rows after it less the rows
-        -- before it, and the market's market_views row (a probe, as above; NULL: a new one).
+        -- Per market and currency, what the page changed: each bet after it less the same bet
+        -- before it (nothing for a bet new to the read model), and the market's market_views
+        -- row (a probe, as above; NULL: a new one).
         SELECT d.market_id, d.currency, m.tid, d.bets, d.stake, d.open_bets, d.open_stake,
                d.settled_bets, d.payout
         FROM (
-            SELECT x.market_id, x.currency, sum(x.bets)::bigint AS bets,
-                   sum(x.stake)::bigint AS stake, sum(x.open_bets)::bigint AS open_bets,
-                   sum(x.open_stake)::bigint AS open_stake,
-                   sum(x.settled_bets)::bigint AS settled_bets, sum(x.payout)::bigint AS payout
-            FROM (
-                SELECT k.market_id, k.currency, -1 AS bets, -k.stake AS stake,
-                       -(k.version IS NULL)::integer AS open_bets,
-                       CASE WHEN k.version IS NULL THEN -k.stake ELSE 0 END AS open_stake,
-                       -(k.version IS NOT NULL)::integer AS settled_bets,
-                       -coalesce(k.payout, 0) AS payout
-                FROM known k
-                WHERE k.tid IS NOT NULL
-                UNION ALL
-                SELECT a.market_id, a.currency, 1, a.stake, (a.version IS NULL)::integer,
-                       CASE WHEN a.version IS NULL THEN a.stake ELSE 0 END,
-                       (a.version IS NOT NULL)::integer, coalesce(a.payout, 0)
-                FROM after a
-            ) x
-            GROUP BY x.market_id, x.currency
-            HAVING sum(x.bets) <> 0 OR sum(x.open_bets) <> 0 OR sum(x.settled_bets) <> 0
-                OR sum(x.payout) <> 0 OR sum(x.stake) <> 0 OR sum(x.open_stake) <> 0
+            SELECT a.market_id, a.currency,
+                   sum((NOT a.in_view)::integer)::bigint AS bets,
+                   sum(CASE WHEN a.in_view THEN 0 ELSE a.stake END)::bigint AS stake,
+                   sum((a.version IS NULL)::integer - a.open_before::integer)::bigint
+                       AS open_bets,
+                   sum(CASE WHEN a.version IS NULL THEN a.stake ELSE 0 END
+                       - CASE WHEN a.open_before THEN a.stake ELSE 0 END)::bigint AS open_stake,
+                   sum((a.version IS NOT NULL)::integer
+                       - (a.in_view AND a.version_before IS NOT NULL)::integer)::bigint
+                       AS settled_bets,
+                   sum(coalesce(a.payout, 0)
+                       - CASE WHEN a.in_view THEN coalesce(a.payout_before, 0) ELSE 0 END)::bigint
+                       AS payout
+            FROM after a
+            GROUP BY a.market_id, a.currency
         ) d
         LEFT JOIN LATERAL (
             SELECT m.ctid AS tid
@@ -276,6 +330,8 @@ BEGIN
             WHERE m.market_id = d.market_id AND m.currency = d.currency
             LIMIT 1
         ) m ON true
+        WHERE d.bets <> 0 OR d.stake <> 0 OR d.open_bets <> 0 OR d.open_stake <> 0
+           OR d.settled_bets <> 0 OR d.payout <> 0
     ),
     summed AS (
         -- An update by the deltas, and an insert for a market and currency new to the read
@@ -329,7 +385,8 @@ $$;
 
 COMMENT ON FUNCTION fulltime_project IS
     'The projector''s page: applies at most p_rows_max outbox rows after p_consumer''s cursor to '
-    'bet_views and market_views (idempotently: a change applies only past the bet''s last applied '
-    'one), moves the cursor and the horizon in projections; one transaction. Returns the rows '
-    'read, whether it caught up, and consumed_below (every row of a transaction below it is '
-    'applied). rows = 0 and not caught_up: another writer holds the cursor, try later.';
+    'the read model (bet_view_bets, bet_view_results, bet_view_open, market_views; '
+    'idempotently: a change applies only past the bet''s last applied one), moves the cursor '
+    'and the horizon in projections; one transaction. Returns the rows read, whether it caught '
+    'up, and consumed_below (every row of a transaction below it is applied). rows = 0 and not '
+    'caught_up: another writer holds the cursor, try later.';

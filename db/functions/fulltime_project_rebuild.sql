@@ -12,10 +12,11 @@
 --      below that xmin has finished, so the later statements' snapshots show all of it; one at
 --      or above it is read by the projector afterwards, and where the fill below already showed
 --      it, applying it again changes nothing (fulltime_project's application is idempotent).
---   3. bet_views rows of bets the write tables still keep (placed at or after the start of the
---      oldest period not dropped nor being dropped) are deleted and written again from
---      bet_views_expected; rows of bets whose period left are kept, as nothing could write them
---      again. market_views is recomputed from bet_views (market_views_expected).
+--   3. The read model's rows of bets the write tables still keep (placed at or after the start
+--      of the oldest period not dropped nor being dropped), in bet_view_bets, bet_view_results
+--      and bet_view_open, are deleted and written again from bet_views_expected (read once,
+--      into a temporary table); rows of bets whose period left are kept, as nothing could
+--      write them again. market_views is recomputed from bet_views (market_views_expected).
 --   4. projections: consumed_below is that xmin.
 --
 -- DELETE, not TRUNCATE: TRUNCATE takes an ACCESS EXCLUSIVE lock until commit, and every
@@ -24,13 +25,13 @@
 -- leaves them dead until vacuum (about the table's size again in WAL and in bloat), and
 -- TRUNCATE could not keep the rows of dropped periods anyway.
 --
--- The plan: the deletes scan bet_views and market_views (they touch nearly every row); the fill
+-- The plan: the deletes scan the read model's tables (they touch nearly every row); the fill
 -- reads every kept bet once with one backward probe of bet_settlements' key in the bet's
 -- partition (bet_views_expected). Cost grows with the bets kept: run it off-peak.
 CREATE OR REPLACE FUNCTION fulltime_project_rebuild(
     p_consumer         text,
-    OUT bets_projected bigint,   -- bet_views rows written from the write tables
-    OUT bets_kept      bigint,   -- bet_views rows of bets whose period left, kept
+    OUT bets_projected bigint,   -- bets written from the write tables (bet_view_bets rows)
+    OUT bets_kept      bigint,   -- bets whose period left, kept (bet_view_bets rows)
     OUT markets        bigint,   -- market_views rows written
     OUT consumed_below xid8)     -- the new horizon: the tail's xmin
 LANGUAGE plpgsql
@@ -55,17 +56,43 @@ BEGIN
     FROM history_periods h
     WHERE h.dropped_at IS NULL AND h.max_bet_id IS NULL;
 
-    DELETE FROM bet_views v WHERE v.placed_at >= v_bound;
-    SELECT count(*) INTO bets_kept FROM bet_views;
-    INSERT INTO bet_views (account_id, bet_id, market_id, selection_id, currency, stake, odds,
-                           placed_at, version, outcome, payout, applied_version,
-                           applied_reversal)
+    -- The rows of the kept bets, in the three tables, then written again. A settlement or an
+    -- open mark stays only with the bet_view_bets row of a bet whose period left (that row names
+    -- the bet's placed_at); one with no such row goes, with none to stay orphaned.
+    DELETE FROM bet_view_results r
+    WHERE NOT EXISTS (SELECT 1 FROM bet_view_bets b
+                      WHERE b.bet_id = r.bet_id AND b.placed_at < v_bound);
+    DELETE FROM bet_view_open o
+    WHERE NOT EXISTS (SELECT 1 FROM bet_view_bets b
+                      WHERE b.account_id = o.account_id AND b.bet_id = o.bet_id
+                        AND b.placed_at < v_bound);
+    DELETE FROM bet_view_bets b WHERE b.placed_at >= v_bound;
+    SELECT count(*) INTO bets_kept FROM bet_view_bets;
+
+    CREATE TEMPORARY TABLE fulltime_rebuild_bets ON COMMIT DROP AS
     SELECT e.account_id, e.bet_id, e.market_id, e.selection_id, e.currency, e.stake, e.odds,
            e.placed_at, e.version, e.outcome, e.payout, e.applied_version, e.applied_reversal
     FROM bet_views_expected e
-    WHERE e.placed_at >= v_bound
+    WHERE e.placed_at >= v_bound;
+    INSERT INTO bet_view_bets (account_id, bet_id, market_id, selection_id, currency, stake,
+                               odds, placed_at)
+    SELECT e.account_id, e.bet_id, e.market_id, e.selection_id, e.currency, e.stake, e.odds,
+           e.placed_at
+    FROM fulltime_rebuild_bets e
     ORDER BY e.placed_at, e.bet_id;
     GET DIAGNOSTICS bets_projected = ROW_COUNT;
+    INSERT INTO bet_view_results (bet_id, version, outcome, payout, applied_version,
+                                  applied_reversal)
+    SELECT e.bet_id, e.version, e.outcome, e.payout, e.applied_version, e.applied_reversal
+    FROM fulltime_rebuild_bets e
+    WHERE e.applied_version > 0
+    ORDER BY e.bet_id;
+    INSERT INTO bet_view_open (account_id, bet_id)
+    SELECT e.account_id, e.bet_id
+    FROM fulltime_rebuild_bets e
+    WHERE e.version IS NULL
+    ORDER BY e.account_id, e.bet_id;
+    DROP TABLE fulltime_rebuild_bets;
 
     DELETE FROM market_views;
     INSERT INTO market_views (market_id, currency, bets, stake, open_bets, open_stake,
@@ -84,7 +111,8 @@ END;
 $$;
 
 COMMENT ON FUNCTION fulltime_project_rebuild IS
-    'Rebuilds bet_views (the bets the write tables keep; rows of dropped periods stay) and '
-    'market_views from the write tables, and puts p_consumer''s outbox cursor at the tail, in one '
-    'transaction (DELETE, not TRUNCATE: readers go on meanwhile). Returns the rows written, the '
-    'rows kept, the markets and the new consumed_below.';
+    'Rebuilds the read model''s bets (bet_view_bets, bet_view_results, bet_view_open: the bets '
+    'the write tables keep; rows of dropped periods stay) and market_views from the write '
+    'tables, and puts p_consumer''s outbox cursor at the tail, in one transaction (DELETE, not '
+    'TRUNCATE: readers go on meanwhile). Returns the bets written, the bets kept, the markets '
+    'and the new consumed_below.';

@@ -1,10 +1,10 @@
 -- Checks the read model against the write tables: returns one row per disagreement, none when
--- bet_views and market_views are right (docs/schema.md, "Read model"). Read-only; the caller
--- runs it in a REPEATABLE READ transaction (db/projection_statements.cpp opens one, READ ONLY),
--- so that its statements share one snapshot while placements, settlements and the projector go
--- on: the cursor, the outbox rows after it, the write tables and the read model are then all
--- seen as of one moment. It refuses to run under READ COMMITTED, where each statement would
--- see another moment and report the changes committed in between.
+-- bet_views, market_views and bet_view_open are right (docs/schema.md, "Read model"). Read-only;
+-- the caller runs it in a REPEATABLE READ transaction (db/projection_statements.cpp opens one,
+-- READ ONLY), so that its statements share one snapshot while placements, settlements and the
+-- projector go on: the cursor, the outbox rows after it, the write tables and the read model are
+-- then all seen as of one moment. It refuses to run under READ COMMITTED, where each statement
+-- would see another moment and report the changes committed in between.
 --
 --   kind                 bet_id, market_id   expected / actual
 --   bet_view_missing     the bet's           the row bet_views_expected has / NULL
@@ -13,6 +13,12 @@
 --   market_view_missing  NULL, the market's  market_views_expected's row / NULL
 --   market_view_differs  NULL, the market's  market_views_expected's row / market_views' row
 --   market_view_extra    NULL, the market's  NULL / the market_views row without bets
+--   bet_open_missing     the bet's           (account_id, bet_id) / NULL: an open bet that
+--                                            bet_view_open lacks
+--   bet_open_extra       the bet's, or NULL  NULL / (account_id, bet_id): a bet_view_open row
+--                                            whose bet is settled or not in bet_views
+--   bet_result_extra     the row's, NULL     NULL / the bet_view_results row whose bet has no
+--                                            bet_view_bets row (bet_views cannot show it)
 --
 -- Rows are rendered as composite text, in the columns' order of bet_views and market_views.
 --
@@ -22,8 +28,9 @@
 -- a change the write tables do not show either). A bet_views row whose bet is missing is
 -- reported only when the bet was placed at or after the start of the oldest period whose
 -- partitions are whole; older rows stayed when their period left (retention), as they should.
--- market_views against the aggregate over bet_views (market_views_expected): the two change in
--- the same transaction, so nothing is pending there.
+-- market_views against the aggregate over bet_views (market_views_expected), bet_view_open
+-- against the open bets of bet_views, and bet_view_results against bet_view_bets: each pair
+-- changes in the same transaction, so nothing is pending there.
 --
 -- The plan: it reads the whole read model and every kept bet (a full outer join, one backward
 -- probe of bet_settlements' key per bet) and the outbox after the cursor: an operator's check,
@@ -96,6 +103,20 @@ BEGIN
                        m.settled_bets, m.payout)::text END AS m_row
         FROM market_views_expected x
         FULL JOIN market_views m ON m.market_id = x.market_id AND m.currency = x.currency
+    ),
+    orphan_results AS (
+        SELECT r.bet_id, ROW(r.bet_id, r.version, r.outcome, r.payout, r.applied_version,
+                             r.applied_reversal)::text AS r_row
+        FROM bet_view_results r
+        WHERE NOT EXISTS (SELECT 1 FROM bet_view_bets b WHERE b.bet_id = r.bet_id)
+    ),
+    open_pairs AS (
+        SELECT coalesce(v.account_id, o.account_id) AS account_id,
+               coalesce(v.bet_id, o.bet_id) AS bet, v.market_id,
+               v.bet_id IS NOT NULL AS is_open, o.bet_id IS NOT NULL AS marked
+        FROM (SELECT v.account_id, v.bet_id, v.market_id
+              FROM bet_views v WHERE v.version IS NULL) v
+        FULL JOIN bet_view_open o ON o.account_id = v.account_id AND o.bet_id = v.bet_id
     )
     SELECT CASE WHEN b.v_bet IS NULL THEN 'bet_view_missing'
                 WHEN b.e_bet IS NULL THEN 'bet_missing'
@@ -114,6 +135,16 @@ BEGIN
            NULL::bigint, m.market, m.x_row, m.m_row
     FROM market_pairs m
     WHERE m.x_row IS DISTINCT FROM m.m_row
+    UNION ALL
+    SELECT CASE WHEN o.is_open THEN 'bet_open_missing' ELSE 'bet_open_extra' END,
+           o.bet, o.market_id,
+           CASE WHEN o.is_open THEN ROW(o.account_id, o.bet)::text END,
+           CASE WHEN o.marked THEN ROW(o.account_id, o.bet)::text END
+    FROM open_pairs o
+    WHERE o.is_open IS DISTINCT FROM o.marked
+    UNION ALL
+    SELECT 'bet_result_extra', r.bet_id, NULL::bigint, NULL::text, r.r_row
+    FROM orphan_results r
     ORDER BY 1, 3, 2;
 END;
 $$;
@@ -121,5 +152,6 @@ $$;
 COMMENT ON FUNCTION fulltime_project_verify IS
     'Compares bet_views with bets and their effective settlements (leaving out the bets named by '
     'outbox rows after p_consumer''s cursor, and bets whose period left) and market_views with '
-    'the aggregate over bet_views; one row per disagreement (kind, bet_id, market_id, expected, '
-    'actual). Run it in a REPEATABLE READ transaction.';
+    'the aggregate over bet_views, bet_view_open with the open bets of bet_views, and '
+    'bet_view_results with bet_view_bets; one row per disagreement (kind, bet_id, market_id, '
+    'expected, actual). Run it in a REPEATABLE READ transaction.';

@@ -342,17 +342,24 @@ awaitable<void> pre_baseline_refused(std::string url) {
     CHECK_FALSE(*migrated);
 }
 
+/// Returns the numbered migrations before `first` (by name) and every function file: the schema
+/// as an earlier release left it, with today's function files.
+std::vector<migration_source> migrations_before(const std::vector<migration_source>& all,
+                                                std::string_view first) {
+    std::vector<migration_source> before;
+    for (const auto& m : all) {
+        if (m.kind == source_kind::function || m.name < first) {
+            before.push_back(m);
+        }
+    }
+    return before;
+}
+
 awaitable<void> minor_units_refused(std::string url) {
     auto conn = co_await open_connection(url);
     // The schema as the release before 0007 left it (with today's function files).
     const auto all = resources::migrations();
-    std::vector<migration_source> before;
-    for (const auto& m : all) {
-        if (m.kind == source_kind::function || m.name < std::string_view{"0007"}) {
-            before.push_back(m);
-        }
-    }
-    auto earlier = co_await db::migrate(*conn, before);
+    auto earlier = co_await db::migrate(*conn, migrations_before(all, "0007"));
     FT_REQUIRE_OK(earlier);
     // Accounts whose amounts that release stored as hundredths: 0007 refuses to reinterpret
     // them, and nothing of it is applied.
@@ -424,12 +431,63 @@ awaitable<void> engine_schema(std::string url) {
     CHECK(defined == files);
 }
 
+awaitable<std::string> text(db::connection& conn, std::string sql) {
+    auto r = co_await conn.query(sql);
+    FT_REQUIRE_OK(r);
+    REQUIRE(r->rows() == 1);
+    co_return r->get<std::string>(0, 0).value();
+}
+
+awaitable<void> read_model_split(std::string url) {
+    auto conn = co_await open_connection(url);
+    // The schema as the release before 0009 left it (with today's function files, which only
+    // need the new tables when they run).
+    const auto all = resources::migrations();
+    auto earlier = co_await db::migrate(*conn, migrations_before(all, "0009"));
+    FT_REQUIRE_OK(earlier);
+    // bet_views as that release's projector left it: a bet never changed, a settled one, one a
+    // reversal opened again, one settled again after a correction.
+    FT_AWAIT_OK(co_await conn->execute_script(
+        "INSERT INTO bet_views (account_id, bet_id, market_id, selection_id, currency, stake, "
+        "odds, placed_at, version, outcome, payout, applied_version, applied_reversal) VALUES "
+        "(1, 10, 1, 11, 'EUR', 100, 20000, '2026-12-01 10:00:00.000001+00', NULL, NULL, NULL, "
+        "0, false), "
+        "(1, 11, 1, 11, 'EUR', 100, 20000, '2026-12-01 10:00:01+00', 1, 'won', 200, 1, false), "
+        "(2, 12, 1, 12, 'EUR', 50, 20000, '2026-12-01 10:00:02+00', NULL, NULL, NULL, 1, true), "
+        "(2, 13, 2, 21, 'EUR', 70, 15000, '2026-12-01 10:00:03+00', 2, 'void', 70, 2, false)"));
+    const std::string rows_sql =
+        "SELECT string_agg(v::text, ';' ORDER BY v.account_id, v.bet_id) FROM bet_views v";
+    const auto old_rows = co_await text(*conn, rows_sql);
+
+    auto applied = co_await db::migrate(*conn, all);
+    FT_REQUIRE_OK(applied);
+    REQUIRE_FALSE(applied->applied.empty());
+    CHECK(applied->applied.front() == "0009_read_model_split.sql");
+    // The view shows every row as the table held it, and only the open bets are marked open.
+    const auto new_rows = co_await text(*conn, rows_sql);
+    CHECK(new_rows == old_rows);
+    const auto open = co_await text(
+        *conn, "SELECT string_agg(bet_id::text, ',' ORDER BY bet_id) FROM bet_view_open");
+    CHECK(open == "10,12");
+    const auto results = co_await text(
+        *conn, "SELECT string_agg(bet_id::text, ',' ORDER BY bet_id) FROM bet_view_results");
+    CHECK(results == "11,12,13");
+    const auto markets = co_await scalar(*conn, "SELECT count(*) FROM market_views_expected");
+    CHECK(markets == 2);
+}
+
 }  // namespace
 
 TEST_CASE("migrations: 0007 refuses accounts whose currency has no two decimals") {
     scratch_database db;
     asio::io_context ioc;
     run(ioc, minor_units_refused(db.url()));
+}
+
+TEST_CASE("migrations: 0009 moves the read model's bets into three tables, shown as before") {
+    scratch_database db;
+    asio::io_context ioc;
+    run(ioc, read_model_split(db.url()));
 }
 
 TEST_CASE("migrations: applied in name order once and a second run is a no-op") {

@@ -31,9 +31,10 @@ boost::asio::awaitable<outcome<bets::bets_page>> list_bets(connection& conn,
                                                            std::optional<std::int64_t> before);
 
 /// Lists the same page as list_bets, in the same shape and order, from the read model
-/// (bet_views): one backward range scan of the account's primary-key entries (of the partial
-/// index of open bets for `status` open). It shows what the projector has applied, so it may
-/// lag the write tables by the projector's delay.
+/// (bet_view_bets with each bet's bet_view_results row): one backward range scan of the
+/// account's primary-key entries (of bet_view_open's, which holds the open bets only, for
+/// `status` open). It shows what the projector has applied, so it may lag the write tables by
+/// the projector's delay.
 boost::asio::awaitable<outcome<bets::bets_page>> list_bet_views(connection& conn,
                                                                 std::int64_t account_id,
                                                                 bets::status_filter status,

@@ -72,7 +72,8 @@ boost::asio::awaitable<outcome<rebuild_report>> rebuild_projection(connection& c
 /// Holds one disagreement between the read model and the write tables.
 struct projection_mismatch {
     /// bet_view_missing, bet_view_differs, bet_missing, market_view_missing,
-    /// market_view_differs or market_view_extra (fulltime_project_verify.sql says each).
+    /// market_view_differs, market_view_extra, bet_open_missing, bet_open_extra or
+    /// bet_result_extra (fulltime_project_verify.sql says each).
     std::string kind;
     std::optional<std::int64_t> bet_id;     ///< none for the market kinds
     std::optional<std::int64_t> market_id;  ///< the bet's, or the market's
