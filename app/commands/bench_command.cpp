@@ -91,6 +91,7 @@ struct stats {
     std::map<std::string, std::uint64_t> outcomes;  // every reply
     std::uint64_t sent = 0;
     std::uint64_t replies = 0;  // every reply, warm-up included
+    std::uint64_t pushes = 0;   // messages with no id and a type: settlements pushed to the account
     std::uint64_t errors = 0;
 };
 
@@ -159,6 +160,13 @@ asio::awaitable<void> reader(websocket::stream<beast::tcp_stream>& ws, connectio
         }
         const auto now = clock_type::now();
         auto reply = nlohmann::json::parse(beast::buffers_to_string(buffer.data()), nullptr, false);
+        if (reply.is_object() && !reply.contains("id") && reply.contains("type") &&
+            reply["type"].is_string()) {
+            // A push (docs/protocol.md, "Pushed"): the load's accounts may hold bets on a market
+            // that settles meanwhile. Not a reply, and not an error.
+            ++c.totals->pushes;
+            continue;
+        }
         if (!reply.is_object() || !reply.contains("id") || !reply["id"].is_string()) {
             ++c.totals->errors;
             continue;
@@ -431,6 +439,7 @@ int bench_command(const config& cfg, const bench_arguments& args) {
         {"sent", totals.sent},
         {"replies", lat.size()},
         {"replies_total", totals.replies},
+        {"pushes", totals.pushes},
         {"errors", totals.errors},
         {"replies_per_s", static_cast<double>(lat.size()) / measured_s},
         {"latency_ms",
