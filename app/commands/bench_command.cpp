@@ -18,6 +18,12 @@
 // scheduled (open loop) or sent (closed loop) in the first W seconds out of the latency and
 // rate figures. It reports its own CPU time, so a run can tell whether the generator itself
 // was the bottleneck, and how late its writes left against their schedule (send lag).
+//
+// `--samples-out FILE` writes each measured reply as a line (its scheduled or send time in Unix
+// seconds, its latency in ms, its outcome), so that one long run can be cut into windows by time
+// afterwards: scripts/bench-settlement places across a settlement with one run, whose
+// connections are open and warm in every window. SIGINT or SIGTERM ends a run as its duration
+// would: no new requests, the outstanding ones get their replies, and the figures are printed.
 
 #include "app/commands/commands.hpp"
 #include "app/commands/secret.hpp"
@@ -37,13 +43,18 @@
 #include <boost/beast/websocket/stream.hpp>
 #include <nlohmann/json.hpp>
 
+#include <boost/asio/signal_set.hpp>
+
 #include <sys/resource.h>
+
+#include <csignal>
 
 #include <algorithm>
 #include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <deque>
+#include <fstream>
 #include <map>
 #include <random>
 #include <stdexcept>
@@ -83,6 +94,13 @@ struct bench_options {
     std::size_t inflight = 4;   // per connection, closed loop
     double repeat_ratio = 0.1;  // share of requests that repeat an earlier request
     std::string key_prefix = "bench";
+    std::string samples_out;
+};
+
+struct reply_sample {
+    clock_type::time_point start;
+    double latency_ms = 0;
+    std::string outcome;
 };
 
 struct stats {
@@ -93,6 +111,7 @@ struct stats {
     std::uint64_t replies = 0;  // every reply, warm-up included
     std::uint64_t pushes = 0;   // messages with no id and a type: settlements pushed to the account
     std::uint64_t errors = 0;
+    std::vector<reply_sample> samples;  // with --samples-out: the measured replies
 };
 
 struct pending_request {
@@ -176,9 +195,11 @@ asio::awaitable<void> reader(websocket::stream<beast::tcp_stream>& ws, connectio
             continue;
         }
         ++c.totals->replies;
-        if (it->second.counted) {
-            c.totals->latencies_ms.push_back(
-                std::chrono::duration<double, std::milli>(now - it->second.start).count());
+        const pending_request request = it->second;
+        const double latency_ms =
+            std::chrono::duration<double, std::milli>(now - request.start).count();
+        if (request.counted) {
+            c.totals->latencies_ms.push_back(latency_ms);
         }
         c.pending.erase(it);
         std::string outcome = reply.value("type", "?");
@@ -191,6 +212,9 @@ asio::awaitable<void> reader(websocket::stream<beast::tcp_stream>& ws, connectio
             }
         }
         ++c.totals->outcomes[outcome];
+        if (request.counted && !c.opt->samples_out.empty()) {
+            c.totals->samples.push_back({request.start, latency_ms, outcome});
+        }
         wake.cancel();
         if (c.done_sending && c.pending.empty()) {
             break;
@@ -360,6 +384,7 @@ bench_options parse_options(const bench_arguments& a) {
     o.inflight = a.inflight;
     o.repeat_ratio = a.repeat_ratio;
     o.key_prefix = a.key_prefix;
+    o.samples_out = a.samples_out;
     if (o.connections == 0 || o.accounts <= 0 || o.inflight == 0 || o.duration_s <= 0) {
         throw std::invalid_argument("connections, accounts, inflight and duration must be > 0");
     }
@@ -376,6 +401,30 @@ double cpu_seconds() {
         return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6;
     };
     return s(u.ru_utime) + s(u.ru_stime);
+}
+
+/// One line per measured reply, in the order the replies came: "UNIX_S LATENCY_MS OUTCOME" (the
+/// outcome's spaces as underscores, so that a line splits into three fields).
+void write_samples(const std::string& path, const std::vector<reply_sample>& samples) {
+    // The steady clock's times as Unix time: both clocks read once, side by side.
+    const auto steady0 = clock_type::now();
+    const double unix0 =
+        std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+    std::ofstream out(path);
+    if (!out) {
+        throw std::runtime_error("--samples-out: cannot write " + path);
+    }
+    char line[160];
+    for (const auto& r : samples) {
+        std::string outcome = r.outcome;
+        std::replace(outcome.begin(), outcome.end(), ' ', '_');
+        const double t = unix0 + std::chrono::duration<double>(r.start - steady0).count();
+        std::snprintf(line, sizeof line, "%.4f %.3f ", t, r.latency_ms);
+        out << line << outcome << '\n';
+    }
+    if (!out.flush()) {
+        throw std::runtime_error("--samples-out: cannot write " + path);
+    }
 }
 
 }  // namespace
@@ -415,8 +464,24 @@ int bench_command(const config& cfg, const bench_arguments& args) {
                                                                opt.stakes.weights.end());
     }
     asio::io_context ioc{1};
+    // A signal brings every connection's end forward to now; the wait is cancelled once the
+    // last connection has finished, so that it keeps no work in the context.
+    asio::signal_set signals(ioc, SIGINT, SIGTERM);
+    signals.async_wait([&](const boost::system::error_code& ec, int) {
+        if (!ec) {
+            const auto now = clock_type::now();
+            for (auto& c : conns) {
+                c.end = std::min(c.end, now);
+            }
+        }
+    });
+    std::size_t live = conns.size();
     for (auto& c : conns) {
-        co_spawn(ioc, run_connection(c), asio::detached);
+        co_spawn(ioc, run_connection(c), [&](const std::exception_ptr&) {
+            if (--live == 0) {
+                signals.cancel();
+            }
+        });
     }
     ioc.run();
     const double elapsed_s = std::chrono::duration<double>(clock_type::now() - start).count();
@@ -427,6 +492,9 @@ int bench_command(const config& cfg, const bench_arguments& args) {
     auto& lag = totals.send_lag_ms;
     std::sort(lag.begin(), lag.end());
     const double measured_s = std::min(elapsed_s, opt.duration_s) - opt.warmup_s;
+    if (!opt.samples_out.empty()) {
+        write_samples(opt.samples_out, totals.samples);
+    }
     nlohmann::json out = {
         {"mode", opt.rate > 0 ? "open" : "closed"},
         {"arrivals", opt.rate > 0 ? (opt.poisson ? "poisson" : "uniform") : "closed"},

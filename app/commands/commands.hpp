@@ -136,11 +136,12 @@ struct bench_arguments {
     std::size_t inflight = 4;  ///< per connection, closed loop
     double repeat_ratio = 0.1;
     std::string key_prefix = "bench";
+    std::string samples_out;  ///< where each measured reply's time and latency go ("": nowhere)
 };
 
 /// Drives placements over WebSocket against a running engine and prints figures as JSON
-/// (`fulltime bench-placement --port P --connections N --accounts M ...`). Exit status 0; 1: a
-/// connection or a request failed.
+/// (`fulltime bench-placement --port P --connections N --accounts M ...`). SIGINT or SIGTERM
+/// ends the run early as its duration would. Exit status 0; 1: a connection or a request failed.
 int bench_command(const config& cfg, const bench_arguments& a);
 
 }  // namespace fulltime::app

@@ -276,7 +276,7 @@ struct driver::impl {
     std::vector<backlog_reading> backlog;
     std::vector<diagnosis_seen> verdicts;
     std::vector<std::int64_t> watched;  ///< markets whose event watched_seq is not seen applied
-    std::int32_t watched_seq = 0;
+    std::int64_t watched_seq = 0;
     std::optional<double> applied_s;
 
     double now_s() const { return std::chrono::duration<double>(clock_type::now() - t0).count(); }
@@ -693,7 +693,7 @@ struct driver::impl {
                 const auto events = j.is_object() ? j.find("events") : j.end();
                 if (j.is_object() && events != j.end() && events->is_array()) {
                     for (const auto& e : *events) {
-                        if (e.is_object() && e.value("seq", 0) == watched_seq) {
+                        if (e.is_object() && e.value("seq", std::int64_t{0}) == watched_seq) {
                             const auto at = e.find("applied_at");
                             applied = at != e.end() && !at->is_null();
                         }
