@@ -7,6 +7,11 @@ namespace fulltime::settlement {
 
 namespace {
 constexpr double cost_weight = 0.2;  ///< weight of a new batch in the cost's moving average
+/// The share of the budget under which a window's p99 lets settlement speed up. A window's p99
+/// is one noisy sample: a governor that sped up right to the budget would sit on it, half its
+/// windows over, and the burst's p99 (all its windows together) would be over the budget. Between
+/// this share and the budget it holds its speed.
+constexpr double increase_below = 0.75;
 }  // namespace
 
 governor::governor(governor_settings settings) : settings_(settings) {
@@ -21,6 +26,7 @@ void governor::on_batch(std::int64_t bets, std::chrono::microseconds elapsed) no
     }
     const double per_bet = static_cast<double>(elapsed.count()) / static_cast<double>(bets);
     cost_us_ = cost_us_ == 0 ? per_bet : cost_us_ + cost_weight * (per_bet - cost_us_);
+    batched_ = true;
     apply_floor();
 }
 
@@ -37,6 +43,10 @@ void governor::on_period(std::optional<std::chrono::microseconds> placement_p99,
                                   static_cast<double>(settings_.window.count()));
     }
     last_period_ = now;
+    if (batched_) {
+        last_batch_period_ = now;
+        batched_ = false;
+    }
     if (!enabled()) {
         batch_ = static_cast<double>(settings_.batch_max);
         pause_ = std::chrono::microseconds(0);
@@ -57,6 +67,19 @@ void governor::on_period(std::optional<std::chrono::microseconds> placement_p99,
         return;
     }
     floored_ = false;
+    // A speed-up needs a window that shows settlement ran within the budget: its p99 with a
+    // margin, and batches in it (a pause is in the window too). While settlement is idle the
+    // placements' p99 says nothing about its speed, so the next burst starts where the last one
+    // left off, not at full speed.
+    const auto quiet_max = settings_.window + pause_;
+    const bool ran = last_batch_period_ && now - *last_batch_period_ <= quiet_max;
+    const bool margin =
+        !placement_p99 || static_cast<double>(placement_p99->count()) <=
+                              increase_below * static_cast<double>(settings_.budget.count());
+    if (!ran || !margin) {
+        apply_floor();
+        return;
+    }
     if (pause_.count() > 0) {
         const auto step = std::chrono::microseconds(static_cast<std::int64_t>(
             std::llround(static_cast<double>(settings_.pause_step.count()) * slice)));

@@ -1,6 +1,7 @@
 // The settlement governor (core/settlement_governor.cpp) driven by a fake placement latency: it
-// slows settlement when the p99 rises over the budget, recovers when it falls, holds the floor
-// under a budget it cannot meet, and does nothing when off. And the fine latency window it reads
+// slows settlement when the p99 rises over the budget, recovers when it falls well under it,
+// holds close under it and while settlement is idle, holds the floor under a budget it cannot
+// meet, and does nothing when off. And the fine latency window it reads
 // the p99 from (core/latency_window.cpp).
 
 #include "fulltime/core/settlement_governor.hpp"
@@ -105,6 +106,62 @@ TEST_CASE("settlement governor: recovers additively when latency falls") {
     CHECK(g.batch_bets() == slow_batch + 50);
     now = drive(g, now, 1000, 3ms);
     CHECK(g.batch_bets() == 500);
+}
+
+TEST_CASE("settlement governor: close under the budget it holds its speed") {
+    governor g(budget_of(6ms));
+    auto now = drive(g, 0us, 30, 20ms);  // slowed down
+    const auto batch = g.batch_bets();
+    const auto pause = g.pause();
+    REQUIRE(pause > 0us);
+    // Within the budget but over three quarters of it (4.5 ms): neither faster nor slower, for
+    // as long as it lasts.
+    now = drive(g, now, 50, 5ms);
+    CHECK(g.batch_bets() == batch);
+    CHECK(g.pause() == pause);
+    // With a quarter of the budget to spare it speeds up again.
+    drive(g, now, 10, 4ms);
+    CHECK(g.pause() < pause);
+}
+
+TEST_CASE(
+    "settlement governor: while settlement is idle it holds, and the next burst starts "
+    "where the last one left off") {
+    governor g(budget_of(6ms));
+    auto now = drive(g, 0us, 30, 20ms);  // a burst that had to slow down
+    REQUIRE(g.batch_bets() < 500);
+    REQUIRE(g.pause() >= 20ms);
+    const auto idle = [&](int periods) {
+        for (int i = 0; i < periods; ++i) {
+            now += 100ms;
+            g.on_period(2ms, now);
+        }
+    };
+    // Placements fast and no batch: the window after the last batch still shows settlement
+    // running (it may speed up a step), the ones after it nothing of what settling would cost.
+    idle(20);
+    const auto batch = g.batch_bets();
+    const auto pause = g.pause();
+    CHECK(pause > 10ms);
+    idle(100);
+    CHECK(g.batch_bets() == batch);
+    CHECK(g.pause() == pause);
+    // Batches again, within the budget: the recovery starts from there.
+    drive(g, now, 10, 2ms);
+    CHECK(g.pause() == pause - 5ms);
+}
+
+TEST_CASE("settlement governor: batches a long pause apart still count as running") {
+    governor g(budget_of(6ms));
+    auto now = drive(g, 0us, 200, 20ms);  // slowed to the longest pause, 1 s
+    REQUIRE(g.pause() == 1s);
+    // One batch per 1.1 s (the pause and the batch): every period in between may speed up.
+    g.on_batch(g.batch_bets(), 500us);
+    for (int i = 0; i < 10; ++i) {
+        now += 100ms;
+        g.on_period(2ms, now);
+    }
+    CHECK(g.pause() == 1s - 5ms);
 }
 
 TEST_CASE("settlement governor: the floor holds under a budget that cannot be met") {

@@ -27,9 +27,12 @@ struct governor_settings {
 /// Decides the batch size and the pause between a market's batches, additive increase and
 /// multiplicative decrease (AIMD, as TCP's congestion window): while the placement p99 is over
 /// the budget, once per window (a decrease needs a whole window to show), the batch is halved
-/// and the pause doubled; while it is within the budget the pause shrinks by one step per window
-/// and, once it is zero, the batch grows by a tenth of its largest size per window, each spread
-/// over the window's periods (the increase is as slow as what shows it). The floor caps the pause
+/// and the pause doubled; while it is under three quarters of the budget and batches ran in the
+/// window, the pause shrinks by one step per window and, once it is zero, the batch grows by a
+/// tenth of its largest size per window, each spread over the window's periods (the increase is
+/// as slow as what shows it). Between three quarters of the budget and the budget, or with no
+/// batch in the window (settlement idle: the next burst starts where the last one left off), it
+/// holds. The floor caps the pause
 /// so that one market's batches still settle at least min_bets_per_s at the measured cost per bet:
 /// a budget that cannot be met costs backlog age, never a stuck market.
 class governor {
@@ -72,6 +75,8 @@ private:
     std::optional<std::chrono::microseconds> last_period_;
     double cost_us_ = 0;  ///< moving average of a batch's time per bet
     std::optional<std::chrono::microseconds> last_decrease_;
+    std::optional<std::chrono::microseconds> last_batch_period_;  ///< the last period with a batch
+    bool batched_ = false;                                        ///< a batch since the last period
     bool floored_ = false;
 };
 
