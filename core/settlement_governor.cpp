@@ -53,6 +53,13 @@ void governor::on_period(std::optional<std::chrono::microseconds> placement_p99,
         floored_ = false;
         return;
     }
+    // The placements' p99 says what settling costs them only over a window in which batches
+    // ran (a pause is in the window too): while settlement is idle it neither slows down nor
+    // speeds up, and the next burst starts at the speed the last one ended at.
+    const auto quiet_max = settings_.window + pause_;
+    if (!last_batch_period_ || now - *last_batch_period_ > quiet_max) {
+        return;
+    }
     const bool over = placement_p99 && *placement_p99 > settings_.budget;
     if (over) {
         // One decrease per window: the window measured before the last decrease still holds
@@ -67,16 +74,11 @@ void governor::on_period(std::optional<std::chrono::microseconds> placement_p99,
         return;
     }
     floored_ = false;
-    // A speed-up needs a window that shows settlement ran within the budget: its p99 with a
-    // margin, and batches in it (a pause is in the window too). While settlement is idle the
-    // placements' p99 says nothing about its speed, so the next burst starts where the last one
-    // left off, not at full speed.
-    const auto quiet_max = settings_.window + pause_;
-    const bool ran = last_batch_period_ && now - *last_batch_period_ <= quiet_max;
+    // A speed-up needs the p99 with a margin under the budget.
     const bool margin =
         !placement_p99 || static_cast<double>(placement_p99->count()) <=
                               increase_below * static_cast<double>(settings_.budget.count());
-    if (!ran || !margin) {
+    if (!margin) {
         apply_floor();
         return;
     }

@@ -27,12 +27,12 @@ struct governor_settings {
 /// Decides the batch size and the pause between a market's batches, additive increase and
 /// multiplicative decrease (AIMD, as TCP's congestion window): while the placement p99 is over
 /// the budget, once per window (a decrease needs a whole window to show), the batch is halved
-/// and the pause doubled; while it is under three quarters of the budget and batches ran in the
-/// window, the pause shrinks by one step per window and, once it is zero, the batch grows by a
-/// tenth of its largest size per window, each spread over the window's periods (the increase is
-/// as slow as what shows it). Between three quarters of the budget and the budget, or with no
-/// batch in the window (settlement idle: the next burst starts where the last one left off), it
-/// holds. The floor caps the pause
+/// and the pause doubled; while it is under three quarters of the budget the pause shrinks by one
+/// step per window and, once it is zero, the batch grows by a tenth of its largest size per
+/// window, each spread over the window's periods (the increase is as slow as what shows it).
+/// Between three quarters of the budget and the budget it holds; and with no batch in the window
+/// (settlement idle, when the p99 says nothing of settling's cost) it neither slows down nor
+/// speeds up, so the next burst starts at the speed the last one ended at. The floor caps the pause
 /// so that one market's batches still settle at least min_bets_per_s at the measured cost per bet:
 /// a budget that cannot be met costs backlog age, never a stuck market.
 class governor {
