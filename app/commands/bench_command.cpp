@@ -35,6 +35,7 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core/buffers_to_string.hpp>
@@ -43,15 +44,12 @@
 #include <boost/beast/websocket/stream.hpp>
 #include <nlohmann/json.hpp>
 
-#include <boost/asio/signal_set.hpp>
-
 #include <sys/resource.h>
-
-#include <csignal>
 
 #include <algorithm>
 #include <charconv>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <deque>
 #include <fstream>
@@ -404,7 +402,7 @@ double cpu_seconds() {
 }
 
 /// One line per measured reply, in the order the replies came: "UNIX_S LATENCY_MS OUTCOME" (the
-/// outcome's spaces as underscores, so that a line splits into three fields).
+/// outcome is the rest of the line: it may hold spaces, "rejected market_closed").
 void write_samples(const std::string& path, const std::vector<reply_sample>& samples) {
     // The steady clock's times as Unix time: both clocks read once, side by side.
     const auto steady0 = clock_type::now();
@@ -416,11 +414,9 @@ void write_samples(const std::string& path, const std::vector<reply_sample>& sam
     }
     char line[160];
     for (const auto& r : samples) {
-        std::string outcome = r.outcome;
-        std::replace(outcome.begin(), outcome.end(), ' ', '_');
         const double t = unix0 + std::chrono::duration<double>(r.start - steady0).count();
         std::snprintf(line, sizeof line, "%.4f %.3f ", t, r.latency_ms);
-        out << line << outcome << '\n';
+        out << line << r.outcome << '\n';
     }
     if (!out.flush()) {
         throw std::runtime_error("--samples-out: cannot write " + path);
