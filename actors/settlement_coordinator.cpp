@@ -5,6 +5,7 @@
 
 #include "actors/io_handoff.hpp"
 #include "actors/settlement_market_actor.hpp"
+#include "fulltime/core/latency_baseline.hpp"
 #include "fulltime/core/latency_window.hpp"
 #include "fulltime/core/metrics.hpp"
 #include "fulltime/core/settlement_governor.hpp"
@@ -45,8 +46,13 @@ struct coordinator_state {
     std::size_t slots_free = 0;
     std::deque<caf::actor> waiting;  ///< market actors waiting for a slot, FIFO
     bool scanning = false;
-    std::optional<settlement::governor> governor;  ///< when a budget is set
+    std::optional<settlement::governor> governor;  ///< when this process places bets
     std::deque<reading> readings;                  ///< the last window's, oldest first
+    /// The placement p99 with nothing settling, for a budget in percent.
+    std::optional<metrics::latency_baseline> baseline;
+    std::optional<reading> last_reading;  ///< the previous period's
+    std::uint64_t settled_seen = 0;       ///< the bets counter when it last moved
+    std::chrono::steady_clock::time_point settled_moved_at{};  ///< when it last moved
     static inline const char* name = "fulltime.settlement";
 };
 
@@ -95,6 +101,24 @@ void govern(coordinator_actor* self) {
                 static_cast<double>(current.settled - oldest.settled) / span);
         }
     }
+    // The baseline takes the placements of periods that ran with settlement quiet: no step
+    // holding a slot, and no bet settled for settlement_baseline_quiet_ms.
+    if (current.settled != st.settled_seen || m.batches_running.value() != 0) {
+        st.settled_seen = current.settled;
+        st.settled_moved_at = now;
+    } else if (st.baseline && st.last_reading &&
+               now - st.settled_moved_at >=
+                   std::chrono::milliseconds(limits::settlement_baseline_quiet_ms)) {
+        st.baseline->add_quiet(
+            st.last_reading->placement, current.placement,
+            std::chrono::duration_cast<std::chrono::microseconds>(now - st.last_reading->at));
+    }
+    if (st.baseline) {
+        g.on_baseline(st.baseline->p99());
+        m.governor_baseline_p99_us.set(st.baseline->p99() ? st.baseline->p99()->count()
+                                                          : settlement_metrics::no_placement_p99);
+    }
+    st.last_reading = current;
     st.readings.push_back(std::move(current));
     g.on_period(p99, std::chrono::duration_cast<std::chrono::microseconds>(now.time_since_epoch()));
     if (st.settings.pacing) {
@@ -102,6 +126,7 @@ void govern(coordinator_actor* self) {
         st.settings.pacing->pause_us.store(g.pause().count(), std::memory_order_relaxed);
     }
     m.governor_placement_p99_us.set(p99 ? p99->count() : settlement_metrics::no_placement_p99);
+    m.governor_budget_us.set(g.budget().count());
     m.governor_batch_bets.set(g.batch_bets());
     m.governor_pause_us.set(g.pause().count());
     m.governor_settled_bets_per_s.set(settled_per_s);
@@ -125,13 +150,21 @@ caf::behavior coordinator_behavior(coordinator_actor* self, settlement_actor_set
     auto& m = *self->state.settings.metrics;
     m.governor_batch_bets.set(self->state.settings.governor.batch_max);
     m.governor_placement_p99_us.set(settlement_metrics::no_placement_p99);
+    m.governor_baseline_p99_us.set(settlement_metrics::no_placement_p99);
     // The governor measures whenever this process places bets (its placement p99 and settled
     // rate are in /metrics either way) and steers only when a budget is set (the service then
     // made the pacing its decisions go to).
     if (self->state.settings.placement_latency != nullptr) {
         const auto& g = self->state.settings.governor;
         self->state.governor.emplace(g);
-        m.governor_budget_us.set(g.budget.count());
+        m.governor_budget_us.set(self->state.governor->budget().count());
+        // The baseline is measured whenever it can be, so /metrics shows it before anyone sets
+        // a budget in percent.
+        self->state.baseline.emplace(std::chrono::duration_cast<std::chrono::microseconds>(
+                                         self->state.settings.baseline_span),
+                                     limits::settlement_baseline_placements_min);
+        // Nor do the first seconds of the process count as quiet: a backlog may be about to run.
+        self->state.settled_moved_at = std::chrono::steady_clock::now();
         self->send(self, govern_atom::value);
     }
     self->set_exit_handler([self](caf::exit_msg& msg) {

@@ -47,6 +47,8 @@ struct settlement_actor_settings {
     /// The governor's settings (budget 0: off) and what it steers by: the engine's placement
     /// latency (nullptr: none in this process, the governor stays off).
     settlement::governor_settings governor;
+    /// Quiet placement time the baseline p99 covers (settlement.placement_baseline_ms).
+    std::chrono::milliseconds baseline_span{60'000};
     const metrics::latency_window* placement_latency = nullptr;
     std::shared_ptr<settlement_pacing> pacing;
 };

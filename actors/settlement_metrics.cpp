@@ -47,6 +47,12 @@ settlement_metrics::settlement_metrics(metrics::registry& registry)
           "fulltime_settlement_governor_budget_seconds",
           "The placement p99 the settlement governor keeps settlement under (0: governor off).", {},
           1'000'000)),
+      governor_baseline_p99_us(registry.make_gauge(
+          "fulltime_settlement_governor_baseline_p99_seconds",
+          "The engine's placement p99 over its last settlement.placement_baseline_ms of "
+          "placement with no settlement batch running, which a budget in percent is a share of "
+          "(-1: not enough such placements yet).",
+          {}, 1'000'000)),
       // Windowed, not lifetime: the p99 the governor steers by, over its own last window
       // (settlement.placement_window_ms), so it says what placement is like now.
       governor_placement_p99_us(registry.make_gauge(
@@ -91,8 +97,10 @@ settlement_metrics::settlement_metrics(metrics::registry& registry)
 std::string settlement_metrics::governor_json() const {
     const auto ms = [](std::int64_t us) { return static_cast<double>(us) / 1000.0; };
     const auto p99 = governor_placement_p99_us.value();
+    const auto baseline = governor_baseline_p99_us.value();
     nlohmann::json j{{"enabled", governor_budget_us.value() > 0},
                      {"budget_ms", ms(governor_budget_us.value())},
+                     {"baseline_p99_ms", nullptr},
                      {"placement_p99_ms", nullptr},
                      {"batch_bets", governor_batch_bets.value()},
                      {"pause_ms", ms(governor_pause_us.value())},
@@ -100,6 +108,9 @@ std::string settlement_metrics::governor_json() const {
                      {"floored", governor_floored.value() != 0}};
     if (p99 >= 0) {
         j["placement_p99_ms"] = ms(p99);
+    }
+    if (baseline >= 0) {
+        j["baseline_p99_ms"] = ms(baseline);
     }
     return j.dump();
 }

@@ -40,6 +40,7 @@ settlement_service::settlement_service(caf::actor_system& system, asio::any_io_e
     settlement::governor_settings g;
     if (placement_latency != nullptr) {
         g.budget = std::chrono::milliseconds(st.placement_p99_budget_ms);
+        g.budget_percent = st.placement_p99_budget_percent;
     }
     g.batch_max = static_cast<std::int64_t>(st.batch_bets_max);
     g.batch_min =
@@ -48,7 +49,7 @@ settlement_service::settlement_service(caf::actor_system& system, asio::any_io_e
     g.window = std::chrono::milliseconds(st.placement_window_ms);
     g.pause_max = std::chrono::milliseconds(limits::settlement_governor_pause_ms_max);
     g.pause_step = std::chrono::milliseconds(limits::settlement_governor_pause_step_ms);
-    if (g.budget.count() > 0) {
+    if (g.budget.count() > 0 || g.budget_percent > 0) {
         w->pacing = std::make_shared<detail::settlement_pacing>();
         w->pacing->batch_bets = g.batch_max;
     }
@@ -60,6 +61,7 @@ settlement_service::settlement_service(caf::actor_system& system, asio::any_io_e
     s.duty_percent = static_cast<int>(cfg.settlement.duty_percent);
     s.metrics = &metrics;
     s.governor = g;
+    s.baseline_span = std::chrono::milliseconds(st.placement_baseline_ms);
     s.placement_latency = placement_latency;
     s.pacing = w->pacing;
     impl_->coordinator = detail::spawn_settlement_coordinator(system, std::move(s),

@@ -432,6 +432,16 @@ settlement_settings read_settlement(const reader& r, const pool_settings& pool) 
         r.size("settlement.outbox_purge_batch_max", 1, limits::outbox_purge_batch_rows_max);
     st.placement_p99_budget_ms =
         r.integer("settlement.placement_p99_budget_ms", 0, limits::settlement_budget_ms_max);
+    st.placement_p99_budget_percent = r.integer("settlement.placement_p99_budget_percent", 0,
+                                                limits::settlement_budget_percent_max);
+    if (st.placement_p99_budget_percent > 0 &&
+        st.placement_p99_budget_percent < limits::settlement_budget_percent_min) {
+        fail("'settlement.placement_p99_budget_percent' must be 0 (none) or at least " +
+             std::to_string(limits::settlement_budget_percent_min) +
+             " (a budget under the p99 with nothing settling cannot be kept), got " +
+             std::to_string(st.placement_p99_budget_percent));
+    }
+    st.placement_baseline_ms = r.integer("settlement.placement_baseline_ms", 1'000, 3'600'000);
     st.placement_window_ms = r.integer("settlement.placement_window_ms", 100, 60'000);
     st.min_bets_per_s = r.integer("settlement.min_bets_per_s", 1, 1'000'000);
     return st;

@@ -18,6 +18,18 @@ governor::governor(governor_settings settings) : settings_(settings) {
     settings_.batch_max = std::max<std::int64_t>(1, settings_.batch_max);
     settings_.batch_min = std::clamp<std::int64_t>(settings_.batch_min, 1, settings_.batch_max);
     batch_ = static_cast<double>(settings_.batch_max);
+    settings_.budget_percent = std::max<std::int64_t>(0, settings_.budget_percent);
+    budget_ = settings_.budget;
+}
+
+void governor::on_baseline(std::optional<std::chrono::microseconds> baseline_p99) noexcept {
+    budget_ = settings_.budget;
+    if (settings_.budget_percent <= 0 || !baseline_p99 || baseline_p99->count() <= 0) {
+        return;
+    }
+    const auto share =
+        std::chrono::microseconds(baseline_p99->count() * settings_.budget_percent / 100);
+    budget_ = budget_.count() > 0 ? std::min(budget_, share) : share;
 }
 
 void governor::on_batch(std::int64_t bets, std::chrono::microseconds elapsed) noexcept {
@@ -60,7 +72,7 @@ void governor::on_period(std::optional<std::chrono::microseconds> placement_p99,
     if (!last_batch_period_ || now - *last_batch_period_ > quiet_max) {
         return;
     }
-    const bool over = placement_p99 && *placement_p99 > settings_.budget;
+    const bool over = placement_p99 && *placement_p99 > budget_;
     if (over) {
         // One decrease per window: the window measured before the last decrease still holds
         // placements from before it. Between decreases the floor's verdict stands.
@@ -75,9 +87,8 @@ void governor::on_period(std::optional<std::chrono::microseconds> placement_p99,
     }
     floored_ = false;
     // A speed-up needs the p99 with a margin under the budget.
-    const bool margin =
-        !placement_p99 || static_cast<double>(placement_p99->count()) <=
-                              increase_below * static_cast<double>(settings_.budget.count());
+    const bool margin = !placement_p99 || static_cast<double>(placement_p99->count()) <=
+                                              increase_below * static_cast<double>(budget_.count());
     if (!margin) {
         apply_floor();
         return;

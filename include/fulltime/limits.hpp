@@ -270,6 +270,16 @@ inline constexpr std::int64_t settlement_backoff_ms_max = 5000;
 inline constexpr int settlement_backoff_doublings_max = 7;
 /// Upper bound on `settlement.placement_p99_budget_ms`: a budget above it is no budget.
 inline constexpr std::int64_t settlement_budget_ms_max = 60'000;
+/// Bounds on `settlement.placement_p99_budget_percent` (0 aside): under 100 % a budget is below
+/// the p99 placements have with nothing settling; over 10,000 % it is no budget.
+inline constexpr std::int64_t settlement_budget_percent_min = 100;
+inline constexpr std::int64_t settlement_budget_percent_max = 10'000;
+/// Placements the governor's baseline (the placement p99 with nothing settling) needs before a
+/// budget in percent applies: the p99 of fewer says little.
+inline constexpr std::uint64_t settlement_baseline_placements_min = 200;
+/// A control period counts toward the baseline only once no batch has run for this long, so
+/// that what a burst leaves behind (the read model catching up, pushes) stays out of it.
+inline constexpr std::int64_t settlement_baseline_quiet_ms = 5'000;
 /// The settlement governor's control period: how often it reads the placement p99 of the last
 /// window and adjusts batch size and pause.
 inline constexpr std::int64_t settlement_governor_period_ms = 100;

@@ -32,6 +32,17 @@ std::string error_of(const std::optional<std::string>& path,
     return "";
 }
 
+// Checks that a config file of `text` is refused with a one-line error holding `expected`.
+void check_error(const std::string& text, const std::string& expected) {
+    const auto path = temp_file(text);
+    const auto msg = error_of(path, {});
+    std::remove(path.c_str());
+    CAPTURE(text);
+    CHECK(msg.find(expected) != std::string::npos);
+    CHECK(msg.find('\n') == std::string::npos);
+    CHECK(msg.rfind("config: ", 0) == 0);
+}
+
 }  // namespace
 
 TEST_CASE("the built-in defaults load and match config/fulltime.json") {
@@ -78,15 +89,6 @@ TEST_CASE("environment variables override the file") {
 }
 
 TEST_CASE("unknown keys, wrong types and bad values are one-line errors") {
-    auto check_error = [](const std::string& text, const std::string& expected) {
-        const auto path = temp_file(text);
-        const auto msg = error_of(path, {});
-        std::remove(path.c_str());
-        CAPTURE(text);
-        CHECK(msg.find(expected) != std::string::npos);
-        CHECK(msg.find('\n') == std::string::npos);
-        CHECK(msg.rfind("config: ", 0) == 0);
-    };
     check_error(R"({"lisen":"1.2.3.4:1"})", "unknown key 'lisen'");
     check_error(R"({"gateway":{"frame_bytes":1}})", "unknown key 'gateway.frame_bytes'");
     check_error(R"({"gateway":{"connections_max":"10"}})", "must be an integer");
@@ -147,6 +149,23 @@ TEST_CASE("settlement defaults: batches in flight follow the settlement pool") {
     const auto sized =
         load_config(std::nullopt, {{"FULLTIME_DATABASE_POOLS_SETTLEMENT_SIZE_MAX", "6"}});
     CHECK(sized.settlement.batches_in_flight == 6);
+}
+
+TEST_CASE("the governor's budget in percent: off by default, at least 100 %, its baseline span") {
+    const auto cfg = load_config(std::nullopt, {});
+    CHECK(cfg.settlement.placement_p99_budget_percent == 0);
+    CHECK(cfg.settlement.placement_baseline_ms == 60'000);
+    const auto set =
+        load_config(std::nullopt, {{"FULLTIME_SETTLEMENT_PLACEMENT_P99_BUDGET_PERCENT", "150"},
+                                   {"FULLTIME_SETTLEMENT_PLACEMENT_BASELINE_MS", "20000"}});
+    CHECK(set.settlement.placement_p99_budget_percent == 150);
+    CHECK(set.settlement.placement_baseline_ms == 20'000);
+    check_error(R"({"settlement":{"placement_p99_budget_percent":99}})",
+                "'settlement.placement_p99_budget_percent' must be 0 (none) or at least 100");
+    check_error(R"({"settlement":{"placement_p99_budget_percent":10001}})",
+                "'settlement.placement_p99_budget_percent' must be between 0 and 10000");
+    check_error(R"({"settlement":{"placement_baseline_ms":999}})",
+                "'settlement.placement_baseline_ms' must be between 1000 and 3600000");
 }
 
 TEST_CASE("the admission shares and the header deadline: defaults, bounds, built by hand") {

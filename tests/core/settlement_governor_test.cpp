@@ -1,10 +1,12 @@
 // The settlement governor (core/settlement_governor.cpp) driven by a fake placement latency: it
 // slows settlement when the p99 rises over the budget, recovers when it falls well under it,
 // holds close under it and while settlement is idle, holds the floor under a budget it cannot
-// meet, and does nothing when off. And the fine latency window it reads
-// the p99 from (core/latency_window.cpp).
+// meet, and does nothing when off; a budget in percent follows the baseline. And the fine latency
+// window it reads the p99 from (core/latency_window.cpp), and the baseline of quiet placement time
+// (core/latency_baseline.cpp).
 
 #include "fulltime/core/settlement_governor.hpp"
+#include "fulltime/core/latency_baseline.hpp"
 #include "fulltime/core/latency_window.hpp"
 
 #include <doctest/doctest.h>
@@ -13,6 +15,7 @@
 #include <optional>
 
 using namespace std::chrono_literals;
+using fulltime::metrics::latency_baseline;
 using fulltime::metrics::latency_window;
 using fulltime::settlement::governor;
 using fulltime::settlement::governor_settings;
@@ -203,6 +206,88 @@ TEST_CASE("settlement governor: the cost per bet is a moving average of the batc
     CHECK(g.cost_per_bet() == 40us);
     g.on_batch(0, 5ms);  // an empty step says nothing about the cost
     CHECK(g.cost_per_bet() == 40us);
+}
+
+TEST_CASE("settlement governor: a budget in percent is a share of the baseline, off without one") {
+    auto s = budget_of(0us);
+    s.budget_percent = 150;
+    governor g(s);
+    CHECK(g.configured());
+    CHECK_FALSE(g.enabled());  // no baseline yet: full speed
+    g.on_baseline(std::nullopt);
+    auto now = drive(g, 0us, 30, 50ms);
+    CHECK_FALSE(g.enabled());
+    CHECK(g.batch_bets() == 500);
+    CHECK(g.pause() == 0us);
+    g.on_baseline(4ms);
+    CHECK(g.enabled());
+    CHECK(g.budget() == 6ms);
+    // It steers by that budget: 7 ms is over, 5 ms holds, 4 ms (under three quarters) speeds up.
+    now = drive(g, now, 1, 7ms);
+    CHECK(g.batch_bets() == 250);
+    const auto pause = g.pause();
+    now = drive(g, now, 30, 5ms);
+    CHECK(g.batch_bets() == 250);
+    CHECK(g.pause() == pause);
+    drive(g, now, 10, 4ms);
+    CHECK(g.pause() < pause);
+    // A baseline that moves moves the budget.
+    g.on_baseline(10ms);
+    CHECK(g.budget() == 15ms);
+}
+
+TEST_CASE("settlement governor: with budgets in both units the smaller one holds") {
+    auto s = budget_of(20ms);
+    s.budget_percent = 200;
+    governor g(s);
+    CHECK(g.budget() == 20ms);  // no baseline yet: the one in milliseconds
+    g.on_baseline(4ms);
+    CHECK(g.budget() == 8ms);
+    g.on_baseline(15ms);
+    CHECK(g.budget() == 20ms);
+    g.on_baseline(std::nullopt);
+    CHECK(g.budget() == 20ms);
+}
+
+TEST_CASE("latency baseline: the p99 of the last span of quiet time with placements") {
+    latency_window w;
+    latency_baseline b(10s, 200, 10);  // slices of 1 s
+    auto last = w.read();
+    const auto period = [&](us latency, int placements, us length = 100ms) {
+        for (int i = 0; i < placements; ++i) {
+            w.record(latency);
+        }
+        const auto now = w.read();
+        b.add_quiet(last, now, length);
+        last = now;
+    };
+    // Under a slice: nothing yet, and then too few placements for a p99.
+    period(2ms, 5, 900ms);
+    CHECK_FALSE(b.p99().has_value());
+    period(2ms, 5);
+    CHECK(b.count() == 10);
+    CHECK_FALSE(b.p99().has_value());
+    // Ten seconds of 30 placements per 100 ms, under 1 % of them at 8 ms.
+    for (int i = 0; i < 100; ++i) {
+        period(i % 10 == 0 ? 8ms : 2ms, i % 10 == 0 ? 2 : 30);
+    }
+    REQUIRE(b.p99().has_value());
+    CHECK(b.p99()->count() >= 2000);
+    CHECK(b.p99()->count() <= 2100);
+    // Periods without placements take no room in the span: an hour of them changes nothing.
+    const auto before = *b.p99();
+    for (int i = 0; i < 36'000; ++i) {
+        period(2ms, 0);
+    }
+    CHECK(*b.p99() == before);
+    // Ten seconds of slower placements push the older ones out whole.
+    for (int i = 0; i < 100; ++i) {
+        period(5ms, 30);
+    }
+    REQUIRE(b.p99().has_value());
+    CHECK(b.p99()->count() >= 5000);
+    CHECK(b.p99()->count() <= 5250);
+    CHECK(b.count() <= 3100);
 }
 
 TEST_CASE("latency window: buckets are 5 % wide and a quantile reads a window") {

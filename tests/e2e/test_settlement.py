@@ -137,17 +137,88 @@ class SettlementTest(EngineTestCase):
                 re.finditer(r"^fulltime_settlement_governor_([a-z_0-9]+) (-?[0-9.e+]+)$", text,
                             re.MULTILINE)}
 
-    def sigkill_scenario(self, env, governed=False):
-        accounts = list(range(1, 201))
-        bets = 10000
-        engine = Engine(env)
-        engine.wait_ready()
-        self.prepare(engine, accounts)
-        # Bets placed with the placement's own function (the engine's SQL), 50 per account.
+    def seed_bets(self, engine, bets):
+        """Opens accounts 1 to 200 and places `bets` bets on MARKET, alternating its two
+        selections, with the placement's own function (the engine's SQL)."""
+        self.prepare(engine, list(range(1, 201)))
         self.sql("SELECT count(*) FROM (SELECT (fulltime_place((g %% 200) + 1, 'k' || g, 'fp', "
                  "CASE WHEN g %% 2 = 0 THEN 1001 ELSE 1002 END, 100, 2, 0, 'any', 1000, 0)).outcome "
                  "FROM generate_series(0, %s - 1) g) x", bets)
         self.assertEqual(self.sql("SELECT count(*) FROM bets")[0][0], bets)
+
+    def start_load(self, engine, env, key_prefix):
+        """Places on OTHER_MARKET from 64 accounts of their own, as fast as the engine answers
+        (a closed loop of 128 requests in flight), for up to 300 s: the caller kills it."""
+        self.send_market(engine, OTHER_MARKET)
+        self.open_accounts(engine, range(201, 265), "100000.00")
+        return subprocess.Popen(
+            [BINARY, "bench-placement", "--port", str(engine.port), "--connections", "8",
+             "--inflight", "16", "--first-account", "201", "--accounts", "64",
+             "--selection", "2001", "--stake", "1.00", "--odds", "2.00",
+             "--duration-s", "300", "--key-prefix", key_prefix],
+            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def test_a_budget_in_percent_is_a_share_of_the_p99_with_nothing_settling(self):
+        # 150 % of the placement p99 over the last second of placement with settlement quiet.
+        env = {**self.env, "FULLTIME_SETTLEMENT_PLACEMENT_P99_BUDGET_PERCENT": "150",
+               "FULLTIME_SETTLEMENT_PLACEMENT_BASELINE_MS": "1000"}
+        engine = Engine(env)
+        load = None
+        try:
+            engine.wait_ready()
+            # No placement yet: no baseline, so no budget, and the governor does not steer.
+            g = self.governor_gauges(engine)
+            self.assertEqual((g["baseline_p99_seconds"], g["budget_seconds"]), (-1, 0), g)
+            status, body = engine.get_json("/v1/diagnostics",
+                                           {"Authorization": "Bearer " + self.admin})
+            self.assertEqual(status, 200, body)
+            governor = body["settlement"]["governor"]
+            self.assertEqual((governor["enabled"], governor["baseline_p99_ms"]), (False, None),
+                             governor)
+            self.seed_bets(engine, 4000)
+            load = self.start_load(engine, env, "percent")
+            # The baseline forms once placements have run with nothing settling (and 5 s after
+            # the engine started, which counts as settling).
+            until = time.monotonic() + 60
+            while time.monotonic() < until:
+                g = self.governor_gauges(engine)
+                if g["baseline_p99_seconds"] > 0:
+                    break
+                time.sleep(0.05)
+            self.assertGreater(g["baseline_p99_seconds"], 0, g)
+            self.assertAlmostEqual(g["budget_seconds"], 1.5 * g["baseline_p99_seconds"],
+                                   delta=2e-6, msg=g)
+            status, body = engine.get_json("/v1/diagnostics",
+                                           {"Authorization": "Bearer " + self.admin})
+            governor = body["settlement"]["governor"]
+            self.assertTrue(governor["enabled"], governor)
+            self.assertGreater(governor["baseline_p99_ms"], 0, governor)
+            # While the market settles the baseline stands: settling time never enters it.
+            status, body = engine.post_json("/v1/feed", HOME_WINS, self.producer)
+            self.assertEqual(status, 200, body)
+            seen = []
+            until = time.monotonic() + 120
+            while time.monotonic() < until and self.applied_seq()[0] < 1:
+                seen.append(self.governor_gauges(engine))
+                time.sleep(0.02)
+            self.assertEqual(self.applied_seq()[0], 1, engine.log())
+            settling = [s for s in seen if s["settled_bets_per_second"] > 0]
+            self.assertTrue(settling, seen[-3:])
+            self.assertEqual({s["baseline_p99_seconds"] for s in settling},
+                             {settling[0]["baseline_p99_seconds"]}, settling)
+        finally:
+            if load is not None:
+                load.kill()
+                load.wait()
+            self.assertEqual(engine.stop(), 0, engine.log())
+        self.assertEqual(self.sql("SELECT count(*) FROM bet_settlements")[0][0], 4000)
+        assert_money_invariants(self, self.db_url)
+
+    def sigkill_scenario(self, env, governed=False):
+        bets = 10000
+        engine = Engine(env)
+        engine.wait_ready()
+        self.seed_bets(engine, bets)
 
         load = None
         seen = []
@@ -157,15 +228,7 @@ class SettlementTest(EngineTestCase):
             self.assertEqual(status, 200, body)
             self.assertFalse(body["settlement"]["governor"]["enabled"], body)
         if governed:
-            # Placements on another market by 64 accounts of their own, as fast as they answer.
-            self.send_market(engine, OTHER_MARKET)
-            self.open_accounts(engine, range(201, 265), "100000.00")
-            load = subprocess.Popen(
-                [BINARY, "bench-placement", "--port", str(engine.port), "--connections", "8",
-                 "--inflight", "16", "--first-account", "201", "--accounts", "64",
-                 "--selection", "2001", "--stake", "1.00", "--odds", "2.00",
-                 "--duration-s", "300", "--key-prefix", "governed"],
-                env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            load = self.start_load(engine, env, "governed")
             # The governor has seen the slow placements before the result arrives.
             until = time.monotonic() + 30
             while time.monotonic() < until:
@@ -181,9 +244,9 @@ class SettlementTest(EngineTestCase):
             self.assertEqual((governor["enabled"], governor["budget_ms"]), (True, 1.0), governor)
             self.assertGreater(governor["placement_p99_ms"], 1.0, governor)
             self.assertLessEqual(governor["batch_bets"], 200, governor)
-            self.assertEqual(set(governor), {"enabled", "budget_ms", "placement_p99_ms",
-                                             "batch_bets", "pause_ms", "settled_bets_per_s",
-                                             "floored"})
+            self.assertEqual(set(governor), {"enabled", "budget_ms", "baseline_p99_ms",
+                                             "placement_p99_ms", "batch_bets", "pause_ms",
+                                             "settled_bets_per_s", "floored"})
         try:
             status, body = engine.post_json("/v1/feed", HOME_WINS, self.producer)
             self.assertEqual(status, 200, body)

@@ -63,13 +63,15 @@ struct settlement_metrics {
     metrics::gauge& backlog_markets;          ///< markets with such events (last scan)
     metrics::gauge& backlog_age_ms;           ///< age of the oldest such event (last scan), ms
     metrics::latency_histogram step_latency;  ///< one step's transaction, as the engine sees it
-    /// The governor (settlement.placement_p99_budget_ms): its budget (0: off), the placement p99
-    /// over the last window (no_placement_p99: no placement in it; measured whenever this
-    /// process places bets, budget or not), its batch size and pause, the bets settled per second
-    /// over the window, and 1 while the floor holds it back. Durations in microseconds, exported
-    /// in seconds.
+    /// The governor (settlement.placement_p99_budget_ms, _percent): its budget in force (0: off,
+    /// or a budget in percent with no baseline yet), the placement p99 with nothing settling
+    /// (the baseline), the placement p99 over the last window (no_placement_p99: no placement in
+    /// it; measured whenever this process places bets, budget or not), its batch size and pause,
+    /// the bets settled per second over the window, and 1 while the floor holds it back. Durations
+    /// in microseconds, exported in seconds.
     static constexpr std::int64_t no_placement_p99 = -1'000'000;  ///< exported as -1 (s)
     metrics::gauge& governor_budget_us;
+    metrics::gauge& governor_baseline_p99_us;  ///< no_placement_p99: no baseline yet
     metrics::gauge& governor_placement_p99_us;
     metrics::gauge& governor_batch_bets;
     metrics::gauge& governor_pause_us;
@@ -77,8 +79,8 @@ struct settlement_metrics {
     metrics::gauge& governor_floored;
 
     /// Returns the governor's state as a JSON object text, for /v1/diagnostics: enabled,
-    /// budget_ms, placement_p99_ms (null: no placement in the window), batch_bets, pause_ms,
-    /// settled_bets_per_s, floored.
+    /// budget_ms, baseline_p99_ms (null: none yet), placement_p99_ms (null: no placement in the
+    /// window), batch_bets, pause_ms, settled_bets_per_s, floored.
     std::string governor_json() const;
     /// Bets an applied event skipped because of their terminal state, by code (0008), as
     /// fulltime_settlement_refusals_total{code}; and events refused as a whole, by code, as
@@ -94,8 +96,8 @@ public:
     /// markets with events to apply. `io` is the executor the pools were made with; every
     /// database call runs there. The pools, system and metrics must outlive this object.
     /// `placement_latency` (the placement path's, when this process places bets) is what the
-    /// governor steers by when settlement.placement_p99_budget_ms is set; without it the
-    /// governor stays off.
+    /// governor steers by when settlement.placement_p99_budget_ms or _percent is set; without it
+    /// the governor stays off.
     settlement_service(caf::actor_system& system, boost::asio::any_io_executor io,
                        db::pool& settlement, db::pool& background, const config& cfg,
                        settlement_metrics& metrics,

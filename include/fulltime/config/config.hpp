@@ -115,9 +115,13 @@ struct settlement_settings {
     std::int64_t outbox_purge_interval_ms = 0;  ///< pause between two purge rounds of the outbox
     std::size_t outbox_purge_batch_max = 0;     ///< outbox rows deleted per purge transaction
     /// The governor (core/settlement_governor.hpp): the engine's placement p99 to keep
-    /// settlement under (0: off), measured over placement_window_ms; min_bets_per_s is the floor
-    /// one market's settlement never goes below.
+    /// settlement under, in milliseconds (0: none) or in percent of the placement p99 over the
+    /// last placement_baseline_ms of placement with nothing settling (0: none); with both, the
+    /// smaller; with neither, the governor is off. Measured over placement_window_ms;
+    /// min_bets_per_s is the floor one market's settlement never goes below.
     std::int64_t placement_p99_budget_ms = 0;
+    std::int64_t placement_p99_budget_percent = 0;
+    std::int64_t placement_baseline_ms = 60'000;
     std::int64_t placement_window_ms = 1000;
     std::int64_t min_bets_per_s = 1000;
 };

@@ -10,13 +10,16 @@
 
 namespace fulltime::settlement {
 
-/// Holds the governor's settings (settlement.placement_p99_budget_ms, .min_bets_per_s,
-/// .placement_window_ms, .batch_bets_max).
+/// Holds the governor's settings (settlement.placement_p99_budget_ms,
+/// .placement_p99_budget_percent, .min_bets_per_s, .placement_window_ms, .batch_bets_max).
 struct governor_settings {
-    std::chrono::microseconds budget{0};  ///< the placement p99 to stay under; 0: governor off
-    std::int64_t batch_max = 500;         ///< the largest batch (settlement.batch_bets_max)
-    std::int64_t batch_min = 25;          ///< the smallest batch it cuts to
-    double min_bets_per_s = 0;            ///< the floor: never slower than this (0: no floor)
+    std::chrono::microseconds budget{0};  ///< the placement p99 to stay under; 0: none
+    /// The budget as a share of the placement p99 with nothing settling (the baseline), in
+    /// percent; 0: none. With both, the smaller budget holds; with neither, the governor is off.
+    std::int64_t budget_percent = 0;
+    std::int64_t batch_max = 500;  ///< the largest batch (settlement.batch_bets_max)
+    std::int64_t batch_min = 25;   ///< the smallest batch it cuts to
+    double min_bets_per_s = 0;     ///< the floor: never slower than this (0: no floor)
     std::chrono::microseconds window{std::chrono::seconds(1)};  ///< one measurement window
     std::chrono::microseconds pause_max{std::chrono::seconds(1)};
     /// The additive steps, per window: the pause shrinks by pause_step and then the batch grows
@@ -39,8 +42,21 @@ class governor {
 public:
     explicit governor(governor_settings settings);
 
-    /// Returns whether the governor steers at all (a budget is set).
-    bool enabled() const noexcept { return settings_.budget.count() > 0; }
+    /// Returns whether a budget is configured at all (in milliseconds or in percent).
+    bool configured() const noexcept {
+        return settings_.budget.count() > 0 || settings_.budget_percent > 0;
+    }
+
+    /// Returns whether the governor steers now: a budget in milliseconds, or one in percent
+    /// once there is a baseline to take it of.
+    bool enabled() const noexcept { return budget_.count() > 0; }
+
+    /// Returns the budget it steers by now (0: none, full speed).
+    std::chrono::microseconds budget() const noexcept { return budget_; }
+
+    /// Feeds the placement p99 with nothing settling (nullopt: not known yet), which a budget in
+    /// percent is a share of.
+    void on_baseline(std::optional<std::chrono::microseconds> baseline_p99) noexcept;
 
     /// Feeds one batch: the bets it looked at and its transaction's time.
     void on_batch(std::int64_t bets, std::chrono::microseconds elapsed) noexcept;
@@ -70,6 +86,7 @@ private:
     void apply_floor() noexcept;
 
     governor_settings settings_;
+    std::chrono::microseconds budget_{0};  ///< the budget in force
     double batch_ = 0;  ///< fractional: additive steps come in slices of a window
     std::chrono::microseconds pause_{0};
     std::optional<std::chrono::microseconds> last_period_;
