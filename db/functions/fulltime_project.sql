@@ -41,10 +41,13 @@
 -- the horizon. Every read is by key: the outbox by its key's range, bet_view_bets and
 -- bet_view_results by their keys per bet of the page, bets only for the rows above; new rows
 -- are plain INSERTs (the writers take turns, so no other can insert them meanwhile, and ON
--- CONFLICT would log a confirmation record per row). The statements are planned with their
--- values and without sequential scans, like fulltime_purge_outbox, so that statistics of a
--- small or fresh read model cannot turn a page into a scan of a table; JIT is off (the
--- disabled scans' costs would trigger it).
+-- CONFLICT would log a confirmation record per row). The statements are planned without
+-- sequential scans, so that statistics of a small or fresh read model cannot turn a page into a
+-- scan of a table (every read is a key's range or a LATERAL probe with LIMIT 1, whatever the
+-- plan), and once per session, not at every call, like fulltime_place_group: planning the page's
+-- statement anew cost about 3.8 ms a call, against a page of a few placements' rows, and an idle
+-- projector polls every read.projector_interval_ms (docs/benchmarks.md, issue 11, ninth pass).
+-- JIT is off (the disabled scans' costs would trigger it).
 --
 -- What a settled bet costs (0009_read_model_split.sql): a bet_view_results row appended in
 -- bet_id order, its key's entry at the right edge, and the delete of its bet_view_open row;
@@ -63,7 +66,7 @@ CREATE OR REPLACE FUNCTION fulltime_project(
     OUT caught_up     boolean,  -- fewer than p_rows_max: nothing more below the snapshot's xmin
     OUT consumed_below xid8)    -- the projector's horizon after this page
 LANGUAGE plpgsql
-SET plan_cache_mode = force_custom_plan
+SET plan_cache_mode = force_generic_plan
 SET enable_seqscan = off
 SET jit = off
 AS $$
