@@ -24,6 +24,11 @@ CREATE OR REPLACE FUNCTION fulltime_settle_legs(
     OUT available bigint[],   -- ... what they add to each one's available ...
     OUT reserved  bigint[])   -- ... and to its reserved
 LANGUAGE plpgsql
+-- Planned once per session, as fulltime_settle_plan: with the batch as a parameter, the plan
+-- cache would plan the statement again at every step. It reads no table (the batch is its
+-- input; the inserts return what they wrote), so the generic plan has nothing to scan.
+SET plan_cache_mode = force_generic_plan
+SET jit = off
 AS $$
 #variable_conflict use_column
 BEGIN

@@ -35,6 +35,15 @@ CREATE OR REPLACE FUNCTION fulltime_settle_plan(
     OUT batch      fulltime_settle_bet[],  -- every bet of the batch, in bet_id order (NULL: none)
     OUT skipped    jsonb)        -- the batch's skipped bets per code (NULL: none)
 LANGUAGE plpgsql
+-- Planned once per session, not at every step: PL/pgSQL's plan cache judged the plan made for
+-- the step's own values (LIMIT p_batch_size) cheaper than the generic one (a tenth of the market
+-- estimated) and planned the statement again at every step, over every partition of bets and
+-- bet_settlements: most of a step's fixed cost, 4.6 ms against 85 us a bet (docs/benchmarks.md,
+-- issue 11, ninth pass). Without sequential scans, so that the one plan reads by key whatever
+-- the statistics said when it was made; JIT off (the disabled scans' costs would trigger it).
+SET plan_cache_mode = force_generic_plan
+SET enable_seqscan = off
+SET jit = off
 AS $$
 #variable_conflict use_column
 BEGIN

@@ -5,7 +5,9 @@
 // model equals the write tables (verify, and compared directly: the bettor's pages from both,
 // the market summaries against an aggregate of their own); applying the outbox again changes
 // nothing; a rebuild, from the live tables or from empty ones, gives the same rows; verify finds
-// what was broken on purpose; and the bettor's pages by "before" walk every bet once.
+// what was broken on purpose; and the bettor's pages by "before" walk every bet once. Also the
+// plans that a connection keeps (a projector page's, a settlement step's, made on tables
+// vacuumed empty) read by key: no sequential scan.
 //
 // Transaction ids are the cluster's, shared with the tests running beside this one, and the
 // projector reads only rows below the snapshot's xmin, which their transactions may hold back:
@@ -317,6 +319,22 @@ TEST_CASE("the projector keeps the read model equal to the write tables, page by
     e.check_money_invariants();
 }
 
+/// Returns the tables the transaction open on `conn` scanned sequentially, "relname:count" each
+/// ("" when none), of those named LIKE any pattern of `tables` but none of `except` (text array
+/// literals), and commits it.
+awaitable<std::string> commit_seq_scans(db::connection& conn, std::string tables,
+                                        std::string except) {
+    auto scans = co_await conn.query(
+        "SELECT coalesce(string_agg(relname || ':' || seq_scan, ' ' ORDER BY relname), '') "
+        "FROM pg_stat_xact_user_tables WHERE seq_scan > 0 AND relname LIKE ANY ($1::text[]) "
+        "AND relname <> ALL ($2::text[])",
+        db::params(tables, except));
+    FT_REQUIRE_OK(scans);
+    std::string out{scans->text(0, 0)};
+    FT_AWAIT_OK(co_await conn.query("COMMIT"));
+    co_return out;
+}
+
 /// Projects past `tail` in pages of `rows_max` in one transaction on one connection (so its plans
 /// are the ones it made at its first page) and returns the tables it scanned sequentially,
 /// "relname:count" each ("" when none). Not outbox_cursors: one row per consumer, which the
@@ -326,13 +344,7 @@ awaitable<std::string> project_counting_seq_scans(std::string url, std::string t
     auto conn = co_await open_connection(url, 30s);
     FT_AWAIT_OK(co_await conn->query("BEGIN"));
     co_await project_past_on(*conn, std::move(tail), rows_max);
-    auto scans = co_await conn->query(
-        "SELECT coalesce(string_agg(relname || ':' || seq_scan, ' ' ORDER BY relname), '') "
-        "FROM pg_stat_xact_user_tables WHERE seq_scan > 0 AND relname <> 'outbox_cursors'");
-    FT_REQUIRE_OK(scans);
-    std::string out{scans->text(0, 0)};
-    FT_AWAIT_OK(co_await conn->query("COMMIT"));
-    co_return out;
+    co_return co_await commit_seq_scans(*conn, "{%}", "{outbox_cursors}");
 }
 
 TEST_CASE("a projector page reads by key, even with plans made on a read model thought empty") {
@@ -362,6 +374,60 @@ TEST_CASE("a projector page reads by key, even with plans made on a read model t
     CHECK(bet_views_rows(e) == bets_before);
     CHECK(market_views_rows(e) == markets_before);
     CHECK(verify(e).empty());
+}
+
+/// Runs the settlement's steps on `market` in batches of 7 until it has nothing left, in one
+/// transaction on one connection (its plans are the ones it made at its first step), and returns
+/// the tables among `tables` it scanned sequentially, "relname:count" each ("" when none).
+awaitable<std::string> settle_counting_seq_scans(std::string url, std::int64_t market,
+                                                 std::string tables) {
+    auto conn = co_await open_connection(url, 30s);
+    FT_AWAIT_OK(co_await conn->query("BEGIN"));
+    const auto until = steady::now() + 30s;
+    for (;;) {
+        auto step = co_await conn->query("SELECT status FROM fulltime_settle_step($1, 7, 1000)",
+                                         db::params(market));
+        FT_REQUIRE_OK(step);
+        const std::string status{step->text(0, 0)};
+        if (status == "idle") {
+            break;
+        }
+        REQUIRE_MESSAGE(steady::now() < until, "market " << market << " never finished");
+        if (status == "fenced") {
+            co_await sleep_for(5ms);
+        }
+    }
+    co_return co_await commit_seq_scans(*conn, std::move(tables), "{}");
+}
+
+TEST_CASE("a settlement step reads the bets by key, even with plans made on tables thought empty") {
+    // A settlement connection plans the batch's statements once (generic plans, made at its
+    // first step) and keeps them. Made while the tables were empty (vacuumed empty here, as a
+    // new deployment leaves them), a plan with a sequential scan of bets or bet_settlements would
+    // read the whole table at every step as they grow.
+    engine e({});
+    e.add_market(1, {{11, 20000}, {12, 30000}});
+    e.fund(1, 6, 1'000'000);
+    int key = 0;
+    for (std::int64_t account = 1; account <= 6; ++account) {
+        for (int i = 0; i < 6; ++i) {
+            REQUIRE(e.place(account, "k" + std::to_string(++key), i % 2 == 0 ? 11 : 12, 100 + i) ==
+                    "placed");
+        }
+    }
+    for (const char* table :
+         {"bets", "bet_settlements", "ledger_transfers", "accounts", "outbox"}) {
+        e.exec(std::string{"VACUUM ANALYZE "} + table);
+    }
+    record(e, 1, 1, "result", winner(11));
+    asio::io_context ioc;
+    // Each partitioned table's partitions count under their own names.
+    const auto scans = run(
+        ioc, settle_counting_seq_scans(e.url(), 1, "{bets%,bet_settlements%,ledger_transfers%}"));
+    CHECK_MESSAGE(scans.empty(), "sequential scans: " << scans);
+    CHECK(e.scalar("SELECT count(*) FROM bet_settlements") == 36);
+    CHECK(e.scalar("SELECT count(*) FROM bet_settlements WHERE outcome = 'won'") == 18);
+    e.check_money_invariants();
 }
 
 TEST_CASE("applying the outbox again changes nothing") {
