@@ -50,9 +50,9 @@ struct coordinator_state {
     std::deque<reading> readings;                  ///< the last window's, oldest first
     /// The placement p99 with nothing settling, for a budget in percent.
     std::optional<metrics::latency_baseline> baseline;
-    std::optional<reading> last_reading;  ///< the previous period's
-    std::uint64_t settled_seen = 0;       ///< the bets counter when it last moved
-    std::chrono::steady_clock::time_point settled_moved_at{};  ///< when it last moved
+    /// When settlement last ran: a step in a slot, or the bets counter moved since the previous
+    /// period.
+    std::chrono::steady_clock::time_point settled_moved_at{};
     static inline const char* name = "fulltime.settlement";
 };
 
@@ -102,23 +102,25 @@ void govern(coordinator_actor* self) {
         }
     }
     // The baseline takes the placements of periods that ran with settlement quiet: no step
-    // holding a slot, and no bet settled for settlement_baseline_quiet_ms.
-    if (current.settled != st.settled_seen || m.batches_running.value() != 0) {
-        st.settled_seen = current.settled;
-        st.settled_moved_at = now;
-    } else if (st.baseline && st.last_reading &&
-               now - st.settled_moved_at >=
-                   std::chrono::milliseconds(limits::settlement_baseline_quiet_ms)) {
-        st.baseline->add_quiet(
-            st.last_reading->placement, current.placement,
-            std::chrono::duration_cast<std::chrono::microseconds>(now - st.last_reading->at));
+    // holding a slot, and no bet settled for settlement_baseline_quiet_ms. The previous period's
+    // reading is the newest of the window's (the window keeps at least one).
+    if (!st.readings.empty()) {
+        const auto& previous = st.readings.back();
+        if (current.settled != previous.settled || m.batches_running.value() != 0) {
+            st.settled_moved_at = now;
+        } else if (st.baseline &&
+                   now - st.settled_moved_at >=
+                       std::chrono::milliseconds(limits::settlement_baseline_quiet_ms)) {
+            st.baseline->add_quiet(
+                previous.placement, current.placement,
+                std::chrono::duration_cast<std::chrono::microseconds>(now - previous.at));
+        }
     }
     if (st.baseline) {
         g.on_baseline(st.baseline->p99());
         m.governor_baseline_p99_us.set(st.baseline->p99() ? st.baseline->p99()->count()
                                                           : settlement_metrics::no_placement_p99);
     }
-    st.last_reading = current;
     st.readings.push_back(std::move(current));
     g.on_period(p99, std::chrono::duration_cast<std::chrono::microseconds>(now.time_since_epoch()));
     if (st.settings.pacing) {

@@ -49,7 +49,7 @@ settlement_service::settlement_service(caf::actor_system& system, asio::any_io_e
     g.window = std::chrono::milliseconds(st.placement_window_ms);
     g.pause_max = std::chrono::milliseconds(limits::settlement_governor_pause_ms_max);
     g.pause_step = std::chrono::milliseconds(limits::settlement_governor_pause_step_ms);
-    if (g.budget.count() > 0 || g.budget_percent > 0) {
+    if (g.any_budget()) {
         w->pacing = std::make_shared<detail::settlement_pacing>();
         w->pacing->batch_bets = g.batch_max;
     }

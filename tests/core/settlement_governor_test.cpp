@@ -212,7 +212,7 @@ TEST_CASE("settlement governor: a budget in percent is a share of the baseline, 
     auto s = budget_of(0us);
     s.budget_percent = 150;
     governor g(s);
-    CHECK(g.configured());
+    CHECK(g.settings().any_budget());
     CHECK_FALSE(g.enabled());  // no baseline yet: full speed
     g.on_baseline(std::nullopt);
     auto now = drive(g, 0us, 30, 50ms);

@@ -25,6 +25,9 @@ struct governor_settings {
     /// The additive steps, per window: the pause shrinks by pause_step and then the batch grows
     /// by a tenth of batch_max over each window within the budget (spread over its periods).
     std::chrono::microseconds pause_step{std::chrono::milliseconds(5)};
+
+    /// Returns whether a budget is set at all (in milliseconds or in percent).
+    bool any_budget() const noexcept { return budget.count() > 0 || budget_percent > 0; }
 };
 
 /// Decides the batch size and the pause between a market's batches, additive increase and
@@ -41,11 +44,6 @@ struct governor_settings {
 class governor {
 public:
     explicit governor(governor_settings settings);
-
-    /// Returns whether a budget is configured at all (in milliseconds or in percent).
-    bool configured() const noexcept {
-        return settings_.budget.count() > 0 || settings_.budget_percent > 0;
-    }
 
     /// Returns whether the governor steers now: a budget in milliseconds, or one in percent
     /// once there is a baseline to take it of.
