@@ -772,6 +772,26 @@ TEST_CASE("placement group: keys with any characters round-trip and are placed a
 
 // --- A key claimed by a concurrent group -------------------------------------------------------
 
+/// Waits until backend `pid` (and `other_pid`, unless 0) waits on a lock (true), or 30 s have
+/// passed or the watch connection failed (false).
+awaitable<bool> until_waiting_on_locks(db::connection& watch, int pid, int other_pid = 0) {
+    const std::int64_t want = other_pid == 0 ? 1 : 2;
+    const auto until = steady::now() + 30s;
+    for (;;) {
+        auto waiting = co_await watch.query(
+            "SELECT count(*) FROM pg_stat_activity WHERE pid IN ($1, $2) AND "
+            "wait_event_type = 'Lock'",
+            db::params{pid, other_pid});
+        if (!waiting || steady::now() > until) {
+            co_return false;
+        }
+        if (waiting->get<std::int64_t>(0, 0).value() == want) {
+            co_return true;
+        }
+        co_await sleep_for(5ms);  // polling the server's view of the waits
+    }
+}
+
 /// Holds what the second group got and what ending the first one did.
 struct race_result {
     group_result second;
@@ -785,19 +805,10 @@ awaitable<group_result> second_group(db::connection& conn, db::place_group_param
 /// Ends the first group's transaction with `end` once the second group waits on a lock.
 awaitable<group_result> end_first(db::connection& first, db::connection& watch, int pid,
                                   std::string end) {
-    const auto until = steady::now() + 30s;
-    for (;;) {
-        auto waiting = co_await watch.query(
-            "SELECT count(*) FROM pg_stat_activity WHERE pid = $1 AND wait_event_type = 'Lock'",
-            db::params{pid});
-        if (waiting && waiting->get<std::int64_t>(0, 0).value() == 1) {
-            break;
-        }
-        if (!waiting || steady::now() > until) {
-            co_await first.query("ROLLBACK");
-            co_return group_result{{}, "the second group never waited on the key", {}};
-        }
-        co_await sleep_for(5ms);  // polling the server's view of the waits
+    const bool waited = co_await until_waiting_on_locks(watch, pid);
+    if (!waited) {
+        co_await first.query("ROLLBACK");
+        co_return group_result{{}, "the second group never waited on the key", {}};
     }
     auto ended = co_await first.query(end);
     co_return group_result{{}, ended ? "" : db::describe(ended.error()), {}};
@@ -876,23 +887,10 @@ awaitable<std::string> run_group(db::connection& conn, std::string function,
 /// locks them) until both groups wait on a lock, then takes account 5 and commits.
 awaitable<std::string> run_batch(db::connection& batch, db::connection& watch, int pid_1,
                                  int pid_2) {
-    const auto until = steady::now() + 30s;
-    for (;;) {
-        auto waiting = co_await watch.query(
-            "SELECT count(*) FROM pg_stat_activity WHERE pid = ANY ($1::int[]) AND "
-            "wait_event_type = 'Lock'",
-            db::params{"{" + std::to_string(pid_1) + "," + std::to_string(pid_2) + "}"});
-        if (!waiting) {
-            co_return db::describe(waiting.error());
-        }
-        if (waiting->get<std::int64_t>(0, 0).value() == 2) {
-            break;
-        }
-        if (steady::now() > until) {
-            co_await batch.query("ROLLBACK");
-            co_return "the groups never both waited on a lock";
-        }
-        co_await sleep_for(5ms);  // polling the server's view of the waits
+    const bool waited = co_await until_waiting_on_locks(watch, pid_1, pid_2);
+    if (!waited) {
+        co_await batch.query("ROLLBACK");
+        co_return "the groups never both waited on a lock";
     }
     auto locked =
         co_await batch.query("SELECT fulltime_settle_balances(0, 0, '{5}', '{0}', '{0}')", {}, 30s);
@@ -959,6 +957,94 @@ TEST_CASE("placement group: the same scenario deadlocks when each bet locks as i
     const std::string all = r.group_1 + " | " + r.group_2 + " | " + r.batch;
     CAPTURE(all);
     CHECK(all.find("[40P01]") != std::string::npos);
+    check_invariants(e);
+}
+
+// A batch of many accounts (the one UPDATE of fulltime_settle_balances) locks them in ascending
+// account_id too, whatever order the table holds them in: with account 200 of 400 held by
+// another transaction, the batch waits there holding exactly 1..199. The accounts are inserted
+// in descending order, so an update in the table's physical order (a hash join probed by a scan
+// of accounts), as one in descending order, would hold 201..400 instead (and the probe find
+// 200..400 held).
+constexpr std::int64_t held_scenario_accounts = 400;
+constexpr std::int64_t held_scenario_account = 200;
+
+/// The batch: every account of the scenario in one fulltime_settle_balances call, in its
+/// transaction, with nothing to add (the rows are still updated, and so locked).
+awaitable<std::string> run_balances(db::connection& batch) {
+    FT_AWAIT_OK(co_await batch.query("BEGIN"));
+    auto done = co_await batch.query(
+        "SELECT fulltime_settle_balances(0, 0, array_agg(a ORDER BY a), "
+        "array_agg(0::bigint ORDER BY a), array_agg(0::bigint ORDER BY a)) "
+        "FROM generate_series(1, $1::bigint) a",
+        db::params{held_scenario_accounts}, 30s);
+    if (!done) {
+        co_await batch.query("ROLLBACK");
+        co_return db::describe(done.error());
+    }
+    auto committed = co_await batch.query("COMMIT");
+    co_return committed ? "ok" : db::describe(committed.error());
+}
+
+/// Once the batch waits on a lock: the accounts no one else can lock now, as runs "first-last"
+/// (a probe that skips the rows others hold); then the holder commits and lets the batch go.
+awaitable<std::string> probe_held(db::connection& holder, db::connection& probe, int batch_pid) {
+    const bool waited = co_await until_waiting_on_locks(probe, batch_pid);
+    if (!waited) {
+        co_await holder.query("ROLLBACK");
+        co_return "the batch never waited on the held account";
+    }
+    FT_AWAIT_OK(co_await probe.query("BEGIN"));
+    auto free = co_await probe.query(
+        "SELECT account_id FROM accounts ORDER BY account_id FOR NO KEY UPDATE SKIP LOCKED");
+    FT_AWAIT_OK(co_await probe.query("ROLLBACK"));
+    FT_AWAIT_OK(co_await holder.query("COMMIT"));
+    if (!free) {
+        co_return db::describe(free.error());
+    }
+    std::set<std::int64_t> free_ids;
+    for (int i = 0; i < free->rows(); ++i) {
+        free_ids.insert(free->get<std::int64_t>(i, 0).value());
+    }
+    std::string held;
+    for (std::int64_t a = 1; a <= held_scenario_accounts; ++a) {
+        if (free_ids.contains(a)) {
+            continue;
+        }
+        auto last = a;
+        while (last < held_scenario_accounts && !free_ids.contains(last + 1)) {
+            ++last;
+        }
+        held += (held.empty() ? "" : " ") + std::to_string(a) + "-" + std::to_string(last);
+        a = last;
+    }
+    co_return held;
+}
+
+awaitable<std::vector<std::string>> held_scenario(std::string url) {
+    auto holder = co_await open_connection(url, 60s);
+    auto batch = co_await open_connection(url, 60s);
+    auto probe = co_await open_connection(url);
+    FT_AWAIT_OK(co_await holder->query("BEGIN"));
+    FT_AWAIT_OK(
+        co_await holder->query("SELECT 1 FROM accounts WHERE account_id = $1 FOR NO KEY UPDATE",
+                               db::params{held_scenario_account}));
+    std::vector<awaitable<std::string>> parties;
+    parties.push_back(run_balances(*batch));
+    parties.push_back(probe_held(*holder, *probe, batch->backend_pid()));
+    co_return co_await run_all(std::move(parties));
+}
+
+TEST_CASE("settlement balances: one batch of many accounts locks them in ascending order") {
+    database e;
+    e.exec(
+        "INSERT INTO accounts (account_id, currency, available) SELECT a, 'EUR', 0 FROM "
+        "generate_series(" +
+        std::to_string(held_scenario_accounts) + ", 1, -1) a; ANALYZE accounts");
+    asio::io_context ioc;
+    const auto r = run(ioc, held_scenario(e.url()));
+    CHECK(r.at(0) == "ok");
+    CHECK(r.at(1) == "1-" + std::to_string(held_scenario_account));
     check_invariants(e);
 }
 
