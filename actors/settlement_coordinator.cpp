@@ -133,6 +133,7 @@ void govern(coordinator_actor* self) {
     m.governor_pause_us.set(g.pause().count());
     m.governor_settled_bets_per_s.set(settled_per_s);
     m.governor_floored.set(g.floored() ? 1 : 0);
+    m.governor_slow_start.set(g.slow_start() ? 1 : 0);
 }
 
 void start_scan(coordinator_actor* self) {

@@ -71,7 +71,11 @@ settlement_metrics::settlement_metrics(metrics::registry& registry)
       governor_floored(registry.make_gauge(
           "fulltime_settlement_governor_floored",
           "1 while the floor (settlement.min_bets_per_s) holds the governor back from the "
-          "budget.")) {
+          "budget.")),
+      governor_slow_start(registry.make_gauge(
+          "fulltime_settlement_governor_slow_start",
+          "1 while the governor is in its slow start: the batch doubles per window within the "
+          "budget, until the first decrease.")) {
     registry.add_collector([this](std::string& out) {
         step_latency.render(out, "fulltime_settlement_step_latency_seconds",
                             "Time of one settlement step's transaction.");
@@ -105,7 +109,8 @@ std::string settlement_metrics::governor_json() const {
                      {"batch_bets", governor_batch_bets.value()},
                      {"pause_ms", ms(governor_pause_us.value())},
                      {"settled_bets_per_s", governor_settled_bets_per_s.value()},
-                     {"floored", governor_floored.value() != 0}};
+                     {"floored", governor_floored.value() != 0},
+                     {"slow_start", governor_slow_start.value() != 0}};
     if (p99 >= 0) {
         j["placement_p99_ms"] = ms(p99);
     }

@@ -1,12 +1,12 @@
 #include "fulltime/core/settlement_governor.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 
 namespace fulltime::settlement {
 
 namespace {
-constexpr double cost_weight = 0.2;  ///< weight of a new batch in the cost's moving average
 /// The share of the budget under which a window's p99 lets settlement speed up. A window's p99
 /// is one noisy sample: a governor that sped up right to the budget would sit on it, half its
 /// windows over, and the burst's p99 (all its windows together) would be over the budget. Between
@@ -20,24 +20,46 @@ governor::governor(governor_settings settings) : settings_(settings) {
     batch_ = static_cast<double>(settings_.batch_max);
     settings_.budget_percent = std::max<std::int64_t>(0, settings_.budget_percent);
     budget_ = settings_.budget;
+    if (enabled()) {
+        start_slow();
+    }
+}
+
+void governor::start_slow() noexcept {
+    batch_ = static_cast<double>(settings_.batch_min);
+    pause_ = std::chrono::microseconds(0);
+    slow_start_ = true;
 }
 
 void governor::on_baseline(std::optional<std::chrono::microseconds> baseline_p99) noexcept {
+    const bool was_enabled = enabled();
     budget_ = settings_.budget;
-    if (settings_.budget_percent <= 0 || !baseline_p99 || baseline_p99->count() <= 0) {
-        return;
+    if (settings_.budget_percent > 0 && baseline_p99 && baseline_p99->count() > 0) {
+        const auto share =
+            std::chrono::microseconds(baseline_p99->count() * settings_.budget_percent / 100);
+        budget_ = budget_.count() > 0 ? std::min(budget_, share) : share;
     }
-    const auto share =
-        std::chrono::microseconds(baseline_p99->count() * settings_.budget_percent / 100);
-    budget_ = budget_.count() > 0 ? std::min(budget_, share) : share;
+    if (enabled() && !was_enabled) {
+        start_slow();
+    }
 }
 
 void governor::on_batch(std::int64_t bets, std::chrono::microseconds elapsed) noexcept {
     if (bets <= 0 || elapsed.count() <= 0) {
         return;
     }
-    const double per_bet = static_cast<double>(elapsed.count()) / static_cast<double>(bets);
-    cost_us_ = cost_us_ == 0 ? per_bet : cost_us_ + cost_weight * (per_bet - cost_us_);
+    costs_[costs_next_] = static_cast<double>(elapsed.count()) / static_cast<double>(bets);
+    costs_next_ = (costs_next_ + 1) % costs_.size();
+    costs_count_ = std::min(costs_count_ + 1, costs_.size());
+    // The median of the last batches: one step that stalled (on a lock, a busy core, a commit
+    // behind a checkpoint) does not move it, where a moving average took a fifth of the outlier
+    // and could send a governor at the floor to full batches for one slow step of 25 bets.
+    std::array<double, cost_batches> recent{};
+    std::copy_n(costs_.begin(), costs_count_, recent.begin());
+    const auto middle = recent.begin() + static_cast<std::ptrdiff_t>(costs_count_ / 2);
+    std::nth_element(recent.begin(), middle,
+                     recent.begin() + static_cast<std::ptrdiff_t>(costs_count_));
+    cost_us_ = *middle;
     batched_ = true;
     apply_floor();
 }
@@ -63,6 +85,7 @@ void governor::on_period(std::optional<std::chrono::microseconds> placement_p99,
         batch_ = static_cast<double>(settings_.batch_max);
         pause_ = std::chrono::microseconds(0);
         floored_ = false;
+        slow_start_ = false;
         return;
     }
     // The placements' p99 says what settling costs them only over a window in which batches
@@ -77,10 +100,12 @@ void governor::on_period(std::optional<std::chrono::microseconds> placement_p99,
         // One decrease per window: the window measured before the last decrease still holds
         // placements from before it. Between decreases the floor's verdict stands.
         if (!last_decrease_ || now - *last_decrease_ >= settings_.window) {
-            batch_ = std::max(static_cast<double>(settings_.batch_min), std::floor(batch_ / 2));
+            batch_ = std::max(static_cast<double>(settings_.batch_min),
+                              std::floor(batch_ / 2 + whole_bet_slack));
             pause_ = std::min(settings_.pause_max, std::max(settings_.pause_step, pause_ * 2));
             last_decrease_ = now;
             floored_ = false;
+            slow_start_ = false;
             apply_floor();
         }
         return;
@@ -93,7 +118,11 @@ void governor::on_period(std::optional<std::chrono::microseconds> placement_p99,
         apply_floor();
         return;
     }
-    if (pause_.count() > 0) {
+    if (slow_start_) {
+        // Until its first decrease: the batch doubles per window within the budget.
+        batch_ = std::min(static_cast<double>(settings_.batch_max), batch_ * std::exp2(slice));
+        slow_start_ = batch_ < static_cast<double>(settings_.batch_max);
+    } else if (pause_.count() > 0) {
         const auto step = std::chrono::microseconds(static_cast<std::int64_t>(
             std::llround(static_cast<double>(settings_.pause_step.count()) * slice)));
         pause_ = std::max(std::chrono::microseconds(0), pause_ - step);

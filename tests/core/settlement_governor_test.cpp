@@ -1,5 +1,6 @@
-// The settlement governor (core/settlement_governor.cpp) driven by a fake placement latency: it
-// slows settlement when the p99 rises over the budget, recovers when it falls well under it,
+// The settlement governor (core/settlement_governor.cpp) driven by a fake placement latency: its
+// first burst starts small and doubles, it slows settlement when the p99 rises over the budget,
+// recovers when it falls well under it,
 // holds close under it and while settlement is idle, holds the floor under a budget it cannot
 // meet, and does nothing when off; a budget in percent follows the baseline. And the fine latency
 // window it reads the p99 from (core/latency_window.cpp), and the baseline of quiet placement time
@@ -47,6 +48,16 @@ us drive(governor& g, us start, int periods, std::optional<us> p99, us cost = 20
     return now;
 }
 
+/// Drives `g` within its budget (6 ms here) until its slow start reaches full batches; returns the
+/// time after the last period.
+us at_full_speed(governor& g, us start = 0us) {
+    const auto now = drive(g, start, 50, 1ms);
+    REQUIRE(g.batch_bets() == 500);
+    REQUIRE(g.pause() == 0us);
+    REQUIRE_FALSE(g.slow_start());
+    return now;
+}
+
 }  // namespace
 
 TEST_CASE("settlement governor: off, it always runs full batches back to back") {
@@ -58,33 +69,73 @@ TEST_CASE("settlement governor: off, it always runs full batches back to back") 
     CHECK_FALSE(g.floored());
 }
 
-TEST_CASE("settlement governor: within the budget it keeps full batches and no pause") {
+TEST_CASE(
+    "settlement governor: its first burst starts small and doubles per window within the budget") {
     governor g(budget_of(6ms));
-    drive(g, 0us, 30, 4ms);
+    CHECK(g.slow_start());
+    CHECK(g.batch_bets() == 25);
+    CHECK(g.pause() == 0us);
+    // No batch yet: nothing says what settling costs, it holds.
+    us now = 0us;
+    for (int i = 0; i < 30; ++i) {
+        now += 100ms;
+        g.on_period(1ms, now);
+    }
+    CHECK(g.batch_bets() == 25);
+    // Within the budget with batches: twice the batch per window, spread over its periods.
+    now = drive(g, now, 10, 4ms);
+    CHECK(g.batch_bets() == 50);
+    now = drive(g, now, 5, 4ms);
+    CHECK(g.batch_bets() == 70);  // 50 x 2^0.5
+    now = drive(g, now, 5, 4ms);
+    CHECK(g.batch_bets() == 100);
+    // Over three quarters of the budget: it holds, still in its slow start.
+    now = drive(g, now, 20, 5ms);
+    CHECK(g.batch_bets() == 100);
+    CHECK(g.slow_start());
+    // The first decrease ends the slow start: from then on the increase is additive (a tenth of
+    // 500 per window, once the pause is gone).
+    now = drive(g, now, 1, 9ms);
+    CHECK(g.batch_bets() == 50);
+    CHECK_FALSE(g.slow_start());
+    now = drive(g, now, 10, 4ms);
+    CHECK(g.pause() == 0us);
+    CHECK(g.batch_bets() == 50);
+    drive(g, now, 10, 4ms);
+    CHECK(g.batch_bets() == 100);
+}
+
+TEST_CASE("settlement governor: within the budget it reaches full batches and keeps them") {
+    governor g(budget_of(6ms));
+    auto now = drive(g, 0us, 50, 4ms);
     CHECK(g.batch_bets() == 500);
     CHECK(g.pause() == 0us);
-    drive(g, 3s, 30, std::nullopt);  // no placements at all: nothing to protect
+    CHECK_FALSE(g.slow_start());
+    now = drive(g, now, 30, 4ms);
+    CHECK(g.batch_bets() == 500);
+    drive(g, now + 3s, 30, std::nullopt);  // no placements at all: nothing to protect
     CHECK(g.batch_bets() == 500);
     CHECK(g.pause() == 0us);
 }
 
 TEST_CASE("settlement governor: slows down when placement latency rises, once per window") {
     governor g(budget_of(6ms));
+    const auto t0 = at_full_speed(g);
     g.on_batch(500, 10ms);
-    g.on_period(9ms, 100ms);  // over: halve the batch, start pausing
+    g.on_period(9ms, t0 + 100ms);  // over: halve the batch, start pausing
     CHECK(g.batch_bets() == 250);
     CHECK(g.pause() == 5ms);
     // Still over during the same window: the window still holds placements from before the
     // decrease, so nothing more until a whole window has passed.
     for (int i = 2; i <= 10; ++i) {
-        g.on_period(9ms, us(i * 100'000));
+        g.on_period(9ms, t0 + us(i * 100'000));
         CHECK(g.batch_bets() == 250);
     }
-    g.on_period(9ms, 1100ms);
+    g.on_period(9ms, t0 + 1100ms);
     CHECK(g.batch_bets() == 125);
     CHECK(g.pause() == 10ms);
     // Over for long: down to the smallest batch and the longest pause, never below or beyond.
-    drive(g, 1100ms, 200, 20ms);
+    drive(g, t0 + 1100ms, 200, 20ms);
     CHECK(g.batch_bets() == 25);
     CHECK(g.pause() == 1s);
     CHECK_FALSE(g.floored());  // no floor set
@@ -197,15 +248,48 @@ TEST_CASE("settlement governor: a floor above what the database can do takes ful
     CHECK(g.pause() == 0us);
 }
 
-TEST_CASE("settlement governor: the cost per bet is a moving average of the batches") {
+TEST_CASE("settlement governor: the cost per bet is the median of the last 8 batches") {
     governor g(budget_of(6ms));
     CHECK(g.cost_per_bet() == 0us);
     g.on_batch(100, 2ms);
     CHECK(g.cost_per_bet() == 20us);
-    g.on_batch(100, 12ms);  // 120 us per bet, weighed 0.2
-    CHECK(g.cost_per_bet() == 40us);
+    g.on_batch(100, 12ms);  // 120 us per bet: of two, the upper one
+    CHECK(g.cost_per_bet() == 120us);
+    g.on_batch(100, 3ms);  // 20, 30, 120: the middle one
+    CHECK(g.cost_per_bet() == 30us);
     g.on_batch(0, 5ms);  // an empty step says nothing about the cost
-    CHECK(g.cost_per_bet() == 40us);
+    CHECK(g.cost_per_bet() == 30us);
+    for (int i = 0; i < 8; ++i) {
+        g.on_batch(100, 4ms);
+    }
+    CHECK(g.cost_per_bet() == 40us);  // the first three are out of the last 8
+}
+
+TEST_CASE(
+    "settlement governor: one stalled batch does not send it from the floor to full batches") {
+    // 200 us per bet in batches of 25 (a step's fixed cost weighs there), floor 1,000 bets/s,
+    // an impossible budget: the smallest batch, paused as the floor allows.
+    governor g(budget_of(1ms, 1000));
+    auto now = drive(g, 0us, 300, 50ms, 200us);
+    REQUIRE(g.batch_bets() == 25);
+    REQUIRE(g.floored());
+    const auto pause = g.pause();
+    REQUIRE(pause > 0us);
+    // One step of 25 bets that took 150 ms (6 ms a bet: it waited on something): a moving average
+    // weighing it a fifth put the cost over 1 ms a bet, slower than the floor back to back, and
+    // answered with full batches at once.
+    g.on_batch(25, 150ms);
+    CHECK(g.batch_bets() == 25);
+    CHECK(g.pause() == pause);
+    drive(g, now, 10, 50ms, 200us);
+    CHECK(g.batch_bets() == 25);
+    // Steps that are that slow for good do: back to back, full batches.
+    g.on_batch(25, 150ms);
+    g.on_batch(25, 150ms);
+    g.on_batch(25, 150ms);
+    g.on_batch(25, 150ms);
+    CHECK(g.batch_bets() == 500);
+    CHECK(g.pause() == 0us);
 }
 
 TEST_CASE("settlement governor: a budget in percent is a share of the baseline, off without one") {
@@ -222,7 +306,11 @@ TEST_CASE("settlement governor: a budget in percent is a share of the baseline, 
     g.on_baseline(4ms);
     CHECK(g.enabled());
     CHECK(g.budget() == 6ms);
-    // It steers by that budget: 7 ms is over, 5 ms holds, 4 ms (under three quarters) speeds up.
+    // It starts to steer with a slow start, and by that budget: 7 ms is over, 5 ms holds, 4 ms
+    // (under three quarters) speeds up.
+    CHECK(g.slow_start());
+    CHECK(g.batch_bets() == 25);
+    now = at_full_speed(g, now);
     now = drive(g, now, 1, 7ms);
     CHECK(g.batch_bets() == 250);
     const auto pause = g.pause();
@@ -231,9 +319,12 @@ TEST_CASE("settlement governor: a budget in percent is a share of the baseline, 
     CHECK(g.pause() == pause);
     drive(g, now, 10, 4ms);
     CHECK(g.pause() < pause);
-    // A baseline that moves moves the budget.
+    // A baseline that moves moves the budget, and the governor goes on from where it is.
+    const auto batch = g.batch_bets();
     g.on_baseline(10ms);
     CHECK(g.budget() == 15ms);
+    CHECK(g.batch_bets() == batch);
+    CHECK_FALSE(g.slow_start());
 }
 
 TEST_CASE("settlement governor: with budgets in both units the smaller one holds") {

@@ -246,7 +246,7 @@ class SettlementTest(EngineTestCase):
             self.assertLessEqual(governor["batch_bets"], 200, governor)
             self.assertEqual(set(governor), {"enabled", "budget_ms", "baseline_p99_ms",
                                              "placement_p99_ms", "batch_bets", "pause_ms",
-                                             "settled_bets_per_s", "floored"})
+                                             "settled_bets_per_s", "floored", "slow_start"})
         try:
             status, body = engine.post_json("/v1/feed", HOME_WINS, self.producer)
             self.assertEqual(status, 200, body)

@@ -77,10 +77,11 @@ struct settlement_metrics {
     metrics::gauge& governor_pause_us;
     metrics::gauge& governor_settled_bets_per_s;
     metrics::gauge& governor_floored;
+    metrics::gauge& governor_slow_start;
 
     /// Returns the governor's state as a JSON object text, for /v1/diagnostics: enabled,
     /// budget_ms, baseline_p99_ms (null: none yet), placement_p99_ms (null: no placement in the
-    /// window), batch_bets, pause_ms, settled_bets_per_s, floored.
+    /// window), batch_bets, pause_ms, settled_bets_per_s, floored, slow_start.
     std::string governor_json() const;
     /// Bets an applied event skipped because of their terminal state, by code (0008), as
     /// fulltime_settlement_refusals_total{code}; and events refused as a whole, by code, as

@@ -4,7 +4,9 @@
 /// placement p99 over a sliding window and the time of each batch, and reads back the batch size
 /// and the pause after each batch. See docs/design.md, "Settlement".
 
+#include <array>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 
@@ -31,16 +33,20 @@ struct governor_settings {
 };
 
 /// Decides the batch size and the pause between a market's batches, additive increase and
-/// multiplicative decrease (AIMD, as TCP's congestion window): while the placement p99 is over
-/// the budget, once per window (a decrease needs a whole window to show), the batch is halved
-/// and the pause doubled; while it is under three quarters of the budget the pause shrinks by one
-/// step per window and, once it is zero, the batch grows by a tenth of its largest size per
-/// window, each spread over the window's periods (the increase is as slow as what shows it).
-/// Between three quarters of the budget and the budget it holds; and with no batch in the window
-/// (settlement idle, when the p99 says nothing of settling's cost) it neither slows down nor
-/// speeds up, so the next burst starts at the speed the last one ended at. The floor caps the pause
-/// so that one market's batches still settle at least min_bets_per_s at the measured cost per bet:
-/// a budget that cannot be met costs backlog age, never a stuck market.
+/// multiplicative decrease (AIMD, as TCP's congestion window), after a slow start as TCP's. When
+/// it starts steering (at start-up with a budget in milliseconds, or when the first baseline gives
+/// a budget in percent) it knows nothing of what settling costs placements here: the first burst
+/// starts at the smallest batch with no pause and doubles the batch per window within the budget,
+/// until its first decrease or the largest batch. Then, while the placement p99 is over the
+/// budget, once per window (a decrease needs a whole window to show), the batch is halved and the
+/// pause doubled; while it is under three quarters of the budget the pause shrinks by one step per
+/// window and, once it is zero, the batch grows by a tenth of its largest size per window. Each
+/// increase is spread over the window's periods (as slow as what shows it). Between three
+/// quarters of the budget and the budget it holds; and with no batch in the window (settlement
+/// idle, when the p99 says nothing of settling's cost) it neither slows down nor speeds up, so the
+/// next burst starts at the speed the last one ended at. The floor caps the pause so that one
+/// market's batches still settle at least min_bets_per_s at the measured cost per bet (the median
+/// of the last 8 batches): a budget that cannot be met costs backlog age, never a stuck market.
 class governor {
 public:
     explicit governor(governor_settings settings);
@@ -65,12 +71,15 @@ public:
                    std::chrono::microseconds now) noexcept;
 
     /// Returns the batch size for the next step.
-    std::int64_t batch_bets() const noexcept { return static_cast<std::int64_t>(batch_); }
+    std::int64_t batch_bets() const noexcept {
+        return static_cast<std::int64_t>(batch_ + whole_bet_slack);
+    }
 
     /// Returns the pause after a batch, before the market's next step.
     std::chrono::microseconds pause() const noexcept { return pause_; }
 
-    /// Returns the measured cost of one bet in a batch (moving average), 0 before any batch.
+    /// Returns the measured cost of one bet in a batch (the median of the last 8 batches), 0
+    /// before any batch.
     std::chrono::microseconds cost_per_bet() const noexcept;
 
     /// Returns whether the floor holds the governor back: the budget asked for a longer pause
@@ -80,7 +89,16 @@ public:
     /// Returns the settings.
     const governor_settings& settings() const noexcept { return settings_; }
 
+    /// Returns whether it is in its slow start (doubling the batch per window).
+    bool slow_start() const noexcept { return slow_start_; }
+
 private:
+    static constexpr std::size_t cost_batches = 8;  ///< the batches the cost is the median of
+    /// The batch is fractional (increases come in slices of a window); the slices of a doubling
+    /// may land a hair under a whole bet, which counts as the whole bet.
+    static constexpr double whole_bet_slack = 1e-6;
+
+    void start_slow() noexcept;
     void apply_floor() noexcept;
 
     governor_settings settings_;
@@ -88,7 +106,11 @@ private:
     double batch_ = 0;  ///< fractional: additive steps come in slices of a window
     std::chrono::microseconds pause_{0};
     std::optional<std::chrono::microseconds> last_period_;
-    double cost_us_ = 0;  ///< moving average of a batch's time per bet
+    double cost_us_ = 0;                        ///< median of the last batches' time per bet
+    std::array<double, cost_batches> costs_{};  ///< the last batches' time per bet, a ring
+    std::size_t costs_next_ = 0;
+    std::size_t costs_count_ = 0;
+    bool slow_start_ = false;
     std::optional<std::chrono::microseconds> last_decrease_;
     std::optional<std::chrono::microseconds> last_batch_period_;  ///< the last period with a batch
     bool batched_ = false;                                        ///< a batch since the last period
