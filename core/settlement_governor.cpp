@@ -61,7 +61,7 @@ void governor::on_batch(std::int64_t bets, std::chrono::microseconds elapsed) no
                      recent.begin() + static_cast<std::ptrdiff_t>(costs_count_));
     cost_us_ = *middle;
     batched_ = true;
-    apply_floor();
+    apply_floor(std::nullopt);
 }
 
 std::chrono::microseconds governor::cost_per_bet() const noexcept {
@@ -100,14 +100,18 @@ void governor::on_period(std::optional<std::chrono::microseconds> placement_p99,
         // One decrease per window: the window measured before the last decrease still holds
         // placements from before it. Between decreases the floor's verdict stands.
         if (!last_decrease_ || now - *last_decrease_ >= settings_.window) {
-            batch_ = std::max(static_cast<double>(settings_.batch_min),
-                              std::floor(batch_ / 2 + whole_bet_slack));
+            // Not below what the floor needs: when back to back is already too slow for it,
+            // the floor's larger batches stand.
+            if (!below_floor()) {
+                batch_ = std::max(static_cast<double>(settings_.batch_min),
+                                  std::floor(batch_ / 2 + whole_bet_slack));
+            }
             pause_ = std::min(settings_.pause_max, std::max(settings_.pause_step, pause_ * 2));
             last_decrease_ = now;
             floored_ = false;
             slow_start_ = false;
-            apply_floor();
         }
+        apply_floor(now);
         return;
     }
     floored_ = false;
@@ -115,7 +119,7 @@ void governor::on_period(std::optional<std::chrono::microseconds> placement_p99,
     const bool margin = !placement_p99 || static_cast<double>(placement_p99->count()) <=
                                               increase_below * static_cast<double>(budget_.count());
     if (!margin) {
-        apply_floor();
+        apply_floor(now);
         return;
     }
     if (slow_start_) {
@@ -130,28 +134,38 @@ void governor::on_period(std::optional<std::chrono::microseconds> placement_p99,
         batch_ = std::min(static_cast<double>(settings_.batch_max),
                           batch_ + static_cast<double>(settings_.batch_max) / 10 * slice);
     }
-    apply_floor();
+    apply_floor(now);
 }
 
-void governor::apply_floor() noexcept {
+bool governor::below_floor() const noexcept {
+    // Judged on a few batches, not on the first step of a cold connection alone.
+    return enabled() && settings_.min_bets_per_s > 0 && costs_count_ >= cost_batches_judged &&
+           cost_us_ >= 1e6 / settings_.min_bets_per_s;
+}
+
+void governor::apply_floor(std::optional<std::chrono::microseconds> now) noexcept {
     // The floor clips the state itself (not only what is applied), so that a long stretch over
     // the budget does not wind the pause up far beyond the floor and slow the recovery.
     if (!enabled() || settings_.min_bets_per_s <= 0 || cost_us_ <= 0) {
         return;
     }
-    // A market settles batch_ bets per (batch_ * cost + pause): the pause may be at most
-    // batch_ / floor - batch_ * cost.
-    const double cap_us = std::floor(batch_) * (1e6 / settings_.min_bets_per_s - cost_us_);
-    if (cap_us <= 0) {
-        // Even back to back the batches are slower than the floor: the largest batches, no
-        // pause (a step's fixed cost weighs least on a large batch).
+    if (below_floor()) {
+        // Even back to back the batches are slower than the floor: no pause, and larger batches
+        // (a step's fixed cost weighs less on them), doubled once per window, not full batches at
+        // once: a batch of 500 where 25 ran cost placements a p99 of 50-120 ms.
         floored_ =
             floored_ || pause_.count() > 0 || batch_ < static_cast<double>(settings_.batch_max);
         pause_ = std::chrono::microseconds(0);
-        batch_ = static_cast<double>(settings_.batch_max);
+        if (now && (!last_floor_growth_ || *now - *last_floor_growth_ >= settings_.window)) {
+            batch_ = std::min(static_cast<double>(settings_.batch_max), batch_ * 2);
+            last_floor_growth_ = now;
+        }
         return;
     }
-    const auto cap = std::chrono::microseconds(static_cast<std::int64_t>(cap_us));
+    // A market settles batch_ bets per (batch_ * cost + pause): the pause may be at most
+    // batch_ / floor - batch_ * cost.
+    const double cap_us = std::floor(batch_) * (1e6 / settings_.min_bets_per_s - cost_us_);
+    const auto cap = std::chrono::microseconds(static_cast<std::int64_t>(std::max(0.0, cap_us)));
     if (pause_ > cap) {
         pause_ = cap;
         floored_ = true;

@@ -281,15 +281,20 @@ TEST_CASE(
     g.on_batch(25, 150ms);
     CHECK(g.batch_bets() == 25);
     CHECK(g.pause() == pause);
-    drive(g, now, 10, 50ms, 200us);
+    now = drive(g, now, 10, 50ms, 200us);
     CHECK(g.batch_bets() == 25);
-    // Steps that are that slow for good do: back to back, full batches.
-    g.on_batch(25, 150ms);
-    g.on_batch(25, 150ms);
-    g.on_batch(25, 150ms);
-    g.on_batch(25, 150ms);
-    CHECK(g.batch_bets() == 500);
+    // Steps that are that slow for good are: back to back, and twice the batch per window (a
+    // step's fixed cost weighs less on a larger one), not full batches at once.
+    for (int i = 0; i < 4; ++i) {
+        g.on_batch(25, 150ms);
+    }
     CHECK(g.pause() == 0us);
+    CHECK(g.batch_bets() == 25);
+    now = drive(g, now, 10, 50ms, 6ms);
+    CHECK(g.batch_bets() == 50);
+    CHECK(g.floored());
+    drive(g, now, 50, 50ms, 6ms);
+    CHECK(g.batch_bets() == 500);
 }
 
 TEST_CASE("settlement governor: a budget in percent is a share of the baseline, off without one") {

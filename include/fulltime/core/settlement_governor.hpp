@@ -98,8 +98,16 @@ private:
     /// may land a hair under a whole bet, which counts as the whole bet.
     static constexpr double whole_bet_slack = 1e-6;
 
+    /// The batches the cost must have seen before the floor judges back to back too slow.
+    static constexpr std::size_t cost_batches_judged = 3;
+
     void start_slow() noexcept;
-    void apply_floor() noexcept;
+    /// Returns whether, at the measured cost per bet, even batches back to back settle slower
+    /// than the floor.
+    bool below_floor() const noexcept;
+    /// Caps the pause so that the floor holds; below it, no pause and (with `now`, at most once
+    /// per window) twice the batch.
+    void apply_floor(std::optional<std::chrono::microseconds> now) noexcept;
 
     governor_settings settings_;
     std::chrono::microseconds budget_{0};  ///< the budget in force
@@ -112,6 +120,7 @@ private:
     std::size_t costs_count_ = 0;
     bool slow_start_ = false;
     std::optional<std::chrono::microseconds> last_decrease_;
+    std::optional<std::chrono::microseconds> last_floor_growth_;
     std::optional<std::chrono::microseconds> last_batch_period_;  ///< the last period with a batch
     bool batched_ = false;                                        ///< a batch since the last period
     bool floored_ = false;
