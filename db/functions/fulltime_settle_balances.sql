@@ -20,13 +20,13 @@
 -- (fulltime_place_group, step f), so the two never wait in a cycle. The one UPDATE keeps that
 -- order by its plan: a nested loop driven by the ascending array, each account's row found and
 -- updated by a primary-key probe in turn (hash and merge joins and sequential scans are off
--- below; a hash join probed by the table would update the rows in the table's physical order). A test holds
--- one account of a batch and finds the batch holding exactly the accounts below it
--- (tests/db/placement_group_pgtest.cpp). Rare: an account that came into debt between the check
--- and the update (another market's correction, committed in between) is left by the UPDATE and
--- taken by the loop after the others, out of that order; a cycle with a placement group is then
--- possible and the deadlock detector breaks it (a deadlock is a retryable failure for the
--- placement and for the step alike, db/error.cpp).
+-- below; a hash join probed by the table would update the rows in the table's physical
+-- order). A test holds one account of a batch and finds the batch holding exactly the accounts
+-- below it (tests/db/placement_group_pgtest.cpp). Rare: an account that came into debt between
+-- the check and the update (another market's correction, committed in between) is left by the
+-- UPDATE and taken by the loop after the others, out of that order; a cycle with a placement
+-- group is then possible and the deadlock detector breaks it (a deadlock is a retryable failure
+-- for the placement and for the step alike, db/error.cpp).
 CREATE OR REPLACE FUNCTION fulltime_settle_balances(
     p_event_id  bigint,
     p_last_bet  bigint,     -- the batch's highest bet_id (names the advance and repay entries)

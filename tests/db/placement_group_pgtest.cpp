@@ -805,8 +805,7 @@ awaitable<group_result> second_group(db::connection& conn, db::place_group_param
 /// Ends the first group's transaction with `end` once the second group waits on a lock.
 awaitable<group_result> end_first(db::connection& first, db::connection& watch, int pid,
                                   std::string end) {
-    const bool waited = co_await until_waiting_on_locks(watch, pid);
-    if (!waited) {
+    if (!co_await until_waiting_on_locks(watch, pid)) {
         co_await first.query("ROLLBACK");
         co_return group_result{{}, "the second group never waited on the key", {}};
     }
@@ -887,8 +886,7 @@ awaitable<std::string> run_group(db::connection& conn, std::string function,
 /// locks them) until both groups wait on a lock, then takes account 5 and commits.
 awaitable<std::string> run_batch(db::connection& batch, db::connection& watch, int pid_1,
                                  int pid_2) {
-    const bool waited = co_await until_waiting_on_locks(watch, pid_1, pid_2);
-    if (!waited) {
+    if (!co_await until_waiting_on_locks(watch, pid_1, pid_2)) {
         co_await batch.query("ROLLBACK");
         co_return "the groups never both waited on a lock";
     }
@@ -989,8 +987,7 @@ awaitable<std::string> run_balances(db::connection& batch) {
 /// Once the batch waits on a lock: the accounts no one else can lock now, as runs "first-last"
 /// (a probe that skips the rows others hold); then the holder commits and lets the batch go.
 awaitable<std::string> probe_held(db::connection& holder, db::connection& probe, int batch_pid) {
-    const bool waited = co_await until_waiting_on_locks(probe, batch_pid);
-    if (!waited) {
+    if (!co_await until_waiting_on_locks(probe, batch_pid)) {
         co_await holder.query("ROLLBACK");
         co_return "the batch never waited on the held account";
     }

@@ -403,8 +403,8 @@ awaitable<std::string> settle_counting_seq_scans(std::string url, std::int64_t m
 TEST_CASE("a settlement step reads the bets by key, even with plans made on tables thought empty") {
     // A settlement connection plans the batch's statements once (generic plans, made at its
     // first step) and keeps them. Made while the tables were empty (vacuumed empty here, as a
-    // new deployment leaves them), a plan with a sequential scan of bets or bet_settlements would
-    // read the whole table at every step as they grow.
+    // new deployment leaves them), a plan with a sequential scan of bets, bet_settlements or
+    // accounts would read the whole table at every step as they grow.
     engine e({});
     e.add_market(1, {{11, 20000}, {12, 30000}});
     e.fund(1, 6, 1'000'000);
@@ -421,9 +421,11 @@ TEST_CASE("a settlement step reads the bets by key, even with plans made on tabl
     }
     record(e, 1, 1, "result", winner(11));
     asio::io_context ioc;
-    // Each partitioned table's partitions count under their own names.
-    const auto scans = run(
-        ioc, settle_counting_seq_scans(e.url(), 1, "{bets%,bet_settlements%,ledger_transfers%}"));
+    // Each partitioned table's partitions count under their own names. accounts: the balance
+    // rows of a batch, one UPDATE along its accounts (fulltime_settle_balances).
+    const auto scans =
+        run(ioc, settle_counting_seq_scans(e.url(), 1,
+                                           "{bets%,bet_settlements%,ledger_transfers%,accounts}"));
     CHECK_MESSAGE(scans.empty(), "sequential scans: " << scans);
     CHECK(e.scalar("SELECT count(*) FROM bet_settlements") == 36);
     CHECK(e.scalar("SELECT count(*) FROM bet_settlements WHERE outcome = 'won'") == 18);
