@@ -32,34 +32,57 @@ namespace {
 
 constexpr std::chrono::milliseconds stop_poll{100};
 
-/// Reads one settlement entry: a settle or a cancel with every field, else nullopt.
-std::optional<announced_settlement> read_entry(const json& entry,
+/// Holds one entry's fields as the row has them (nullptr: absent).
+struct entry_fields {
+    const json* account = nullptr;
+    const json* bet = nullptr;
+    const json* version = nullptr;
+    const json* kind = nullptr;
+    const json* outcome = nullptr;
+    const json* payout = nullptr;
+};
+
+/// Returns the value of `key` in `object`, or nullptr.
+const json* field(const json& object, const char* key) {
+    const auto it = object.find(key);
+    return it == object.end() ? nullptr : &*it;
+}
+
+/// Returns the array at `key` in `object`, or nullptr.
+const json* array_field(const json& object, const char* key) {
+    const auto* value = field(object, key);
+    return value != nullptr && value->is_array() ? value : nullptr;
+}
+
+/// Returns element `i` of `array`, or nullptr (no array, or no such element).
+const json* element(const json* array, std::size_t i) {
+    return array != nullptr && i < array->size() ? &(*array)[i] : nullptr;
+}
+
+/// Returns whether `value` is present and an integer.
+bool is_integer(const json* value) { return value != nullptr && value->is_number_integer(); }
+
+/// Reads one settlement entry: a settle or a cancel with every field, else nullopt. A row's own
+/// account (bet_settled) stands for an entry's.
+std::optional<announced_settlement> read_entry(const entry_fields& f,
                                                std::optional<std::int64_t> account_id) {
-    if (!entry.is_object()) {
-        return std::nullopt;
-    }
-    const auto kind = entry.find("kind");
-    if (kind != entry.end() && (!kind->is_string() || (*kind != "settle" && *kind != "cancel"))) {
+    if (f.kind != nullptr &&
+        (!f.kind->is_string() || (*f.kind != "settle" && *f.kind != "cancel"))) {
         return std::nullopt;
     }
     if (!account_id) {
-        const auto account = entry.find("account_id");
-        if (account == entry.end() || !account->is_number_integer()) {
+        if (!is_integer(f.account)) {
             return std::nullopt;
         }
-        account_id = account->get<std::int64_t>();
+        account_id = f.account->get<std::int64_t>();
     }
-    const auto bet = entry.find("bet_id");
-    const auto version = entry.find("version");
-    const auto outcome = entry.find("outcome");
-    const auto payout = entry.find("payout");
-    if (bet == entry.end() || !bet->is_number_integer() || version == entry.end() ||
-        !version->is_number_integer() || outcome == entry.end() || !outcome->is_string() ||
-        payout == entry.end() || !payout->is_number_integer()) {
+    if (!is_integer(f.bet) || !is_integer(f.version) || f.outcome == nullptr ||
+        !f.outcome->is_string() || !is_integer(f.payout)) {
         return std::nullopt;
     }
-    return announced_settlement{*account_id, bet->get<std::int64_t>(), version->get<std::int64_t>(),
-                                outcome->get<std::string>(), payout->get<std::int64_t>()};
+    return announced_settlement{*account_id, f.bet->get<std::int64_t>(),
+                                f.version->get<std::int64_t>(), f.outcome->get<std::string>(),
+                                f.payout->get<std::int64_t>()};
 }
 
 }  // namespace
@@ -72,24 +95,35 @@ std::vector<announced_settlement> announced_settlements(std::string_view topic,
         return out;
     }
     const auto p = json::parse(payload, nullptr, false);
-    if (p.is_discarded()) {
+    if (p.is_discarded() || !p.is_object()) {
         return out;
     }
     if (topic == "bet_settled") {
         if (account_id) {
-            if (auto one = read_entry(p, account_id)) {
+            const entry_fields f{nullptr,          field(p, "bet_id"),  field(p, "version"),
+                                 field(p, "kind"), field(p, "outcome"), field(p, "payout")};
+            if (auto one = read_entry(f, account_id)) {
                 out.push_back(std::move(*one));
             }
         }
         return out;
     }
-    const auto entries = p.find("settlements");
-    if (!p.is_object() || entries == p.end() || !entries->is_array()) {
+    // Parallel arrays, entry i the i-th element of each (0010_settlement_batch_arrays.sql); the
+    // bet ids say how many entries there are, and an entry missing a field is left out.
+    const auto* bets = array_field(p, "bet_id");
+    if (bets == nullptr) {
         return out;
     }
-    out.reserve(entries->size());
-    for (const auto& entry : *entries) {
-        if (auto one = read_entry(entry, std::nullopt)) {
+    const auto* accounts = array_field(p, "account_id");
+    const auto* versions = array_field(p, "version");
+    const auto* kinds = array_field(p, "kind");
+    const auto* outcomes = array_field(p, "outcome");
+    const auto* payouts = array_field(p, "payout");
+    out.reserve(bets->size());
+    for (std::size_t i = 0; i < bets->size(); ++i) {
+        const entry_fields f{element(accounts, i), &(*bets)[i],          element(versions, i),
+                             element(kinds, i),    element(outcomes, i), element(payouts, i)};
+        if (auto one = read_entry(f, std::nullopt)) {
             out.push_back(std::move(*one));
         }
     }

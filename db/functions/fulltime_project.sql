@@ -23,12 +23,12 @@
 --     payload; a row written before the payload carried placed_at and currency (or a settlement
 --     read before its bet's placement: xids are taken at a transaction's first write, not at its
 --     commit) reads the bet from bets by (account_id, bet_id), one probe per partition.
---   * A settlement entry (settlement_batch's list; bet_settled and bet_unsettled rows written
---     before migration 0004) applies only when its (version, reversal) is greater than the
---     bet's (applied_version, applied_reversal). A bet's changes only ever grow in that order,
---     so of a page's entries for one bet the greatest is the last, and applying it alone is
---     applying them one after the other: an effect sets version, outcome and payout, a reversal
---     (announced only when it leaves the bet open) clears them. The bet's first change inserts
+--   * A settlement entry (element i of each of a settlement_batch row's arrays; bet_settled and
+--     bet_unsettled rows written before migration 0004) applies only when its (version,
+--     reversal) is greater than the bet's (applied_version, applied_reversal). A bet's changes
+--     only ever grow in that order, so of a page's entries for one bet the greatest is the last,
+--     and applying it alone is applying them one after the other: an effect sets version,
+--     outcome and payout, a reversal (announced only when it leaves the bet open) clears them. The bet's first change inserts
 --     its bet_view_results row, a later one updates it; a bet that settles leaves bet_view_open
 --     (a delete) and one a reversal opens again comes back.
 --   * market_views changes by the difference between the page's bets before the page (their
@@ -145,9 +145,11 @@ BEGIN
         SELECT e.account_id, e.bet_id, e.version, e.kind IN ('reverse', 'uncancel') AS reversal,
                e.outcome, e.payout
         FROM page p
-        CROSS JOIN LATERAL jsonb_to_recordset(p.payload->'settlements')
-            AS e(account_id bigint, bet_id bigint, version integer, kind text, outcome text,
-                 payout bigint)
+        CROSS JOIN LATERAL jsonb_to_record(p.payload)
+            AS c(account_id bigint[], bet_id bigint[], version integer[], kind text[],
+                 outcome text[], payout bigint[])
+        CROSS JOIN LATERAL unnest(c.account_id, c.bet_id, c.version, c.kind, c.outcome, c.payout)
+            AS e(account_id, bet_id, version, kind, outcome, payout)
         WHERE p.topic = 'settlement_batch'
         UNION ALL
         SELECT p.account_id, x.bet_id, x.version, x.kind IN ('reverse', 'uncancel'), x.outcome,

@@ -70,9 +70,10 @@ BEGIN
             WHERE (o.xact_id, o.outbox_id) > (v_after_xact, v_after_id)
               AND o.topic IN ('bet_placed', 'bet_settled', 'bet_unsettled')
             UNION ALL
-            SELECT (e.value->>'account_id')::bigint, (e.value->>'bet_id')::bigint
+            SELECT e.account_id, e.bet_id
             FROM outbox o
-            CROSS JOIN LATERAL jsonb_array_elements(o.payload->'settlements') e
+            CROSS JOIN LATERAL jsonb_to_record(o.payload) AS c(account_id bigint[], bet_id bigint[])
+            CROSS JOIN LATERAL unnest(c.account_id, c.bet_id) AS e(account_id, bet_id)
             WHERE (o.xact_id, o.outbox_id) > (v_after_xact, v_after_id)
               AND o.topic = 'settlement_batch'
         ) x

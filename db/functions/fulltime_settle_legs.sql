@@ -111,15 +111,18 @@ BEGIN
         -- Each entry holds what the push (docs/protocol.md, "Pushed") and a reader of the
         -- outbox need: the account, the bet, the version, the kind and its outcome and payout.
         -- The bet's market and currency are in bets; the event is the row's.
+        -- The entries are six parallel arrays in bet_id order, one per field
+        -- (0010_settlement_batch_arrays.sql): a jsonb object per entry cost about 12 us a bet
+        -- to build, the arrays about 3 (docs/benchmarks.md, issue 11, eleventh pass). One
+        -- aggregate node reads the sorted entries once and feeds every array the same row.
         INSERT INTO outbox (topic, account_id, payload)
         SELECT 'settlement_batch', NULL,
                jsonb_build_object(
                    'result_event_id', p_event_id,
-                   'settlements', jsonb_agg(jsonb_build_object(
-                       'account_id', a.account_id, 'bet_id', a.bet_id, 'version', a.version,
-                       'kind', a.kind, 'outcome', a.outcome, 'payout', a.payout)
-                       ORDER BY a.bet_id))
-        FROM announced a
+                   'account_id', array_agg(a.account_id), 'bet_id', array_agg(a.bet_id),
+                   'version', array_agg(a.version), 'kind', array_agg(a.kind),
+                   'outcome', array_agg(a.outcome), 'payout', array_agg(a.payout))
+        FROM (SELECT * FROM announced ORDER BY bet_id) a
         HAVING count(*) > 0
     ),
     deltas AS (

@@ -476,6 +476,56 @@ awaitable<void> read_model_split(std::string url) {
     CHECK(markets == 2);
 }
 
+awaitable<void> settlement_batch_arrays(std::string url) {
+    auto conn = co_await open_connection(url);
+    const auto all = resources::migrations();
+    auto earlier = co_await db::migrate(*conn, migrations_before(all, "0010"));
+    FT_REQUIRE_OK(earlier);
+    // Outbox rows as the release before 0010 wrote them: a batch with a settle, a reversal that
+    // left its bet open and a cancel; one of the topic's first release, with no event id; an
+    // empty list; and rows of other topics, which stay as they are.
+    FT_AWAIT_OK(co_await conn->execute_script(
+        "INSERT INTO outbox (topic, account_id, payload) VALUES "
+        "('settlement_batch', NULL, '{\"result_event_id\": 4, \"settlements\": ["
+        "{\"account_id\": 7, \"bet_id\": 100, \"version\": 1, \"kind\": \"settle\", "
+        "\"outcome\": \"won\", \"payout\": 25000}, "
+        "{\"account_id\": 8, \"bet_id\": 101, \"version\": 2, \"kind\": \"reverse\", "
+        "\"outcome\": null, \"payout\": null}, "
+        "{\"account_id\": 7, \"bet_id\": 102, \"version\": 1, \"kind\": \"cancel\", "
+        "\"outcome\": \"void\", \"payout\": 1000}]}'), "
+        "('settlement_batch', NULL, '{\"settlements\": [{\"account_id\": 9, \"bet_id\": 5, "
+        "\"version\": 1, \"kind\": \"settle\", \"outcome\": \"lost\", "
+        "\"payout\": 0}]}'), "
+        "('settlement_batch', NULL, '{\"result_event_id\": 5, \"settlements\": []}'), "
+        "('bet_placed', 7, '{\"bet_id\": 100, \"settlements\": [1]}'), "
+        "('bet_settled', 9, '{\"bet_id\": 6, \"version\": 1, \"kind\": \"settle\", "
+        "\"outcome\": \"won\", \"payout\": 3}')"));
+    const std::string rows_sql =
+        "SELECT string_agg(outbox_id || ' ' || xact_id || ' ' || created_at, ';' ORDER BY "
+        "outbox_id) FROM outbox";
+    const auto keys_before = co_await text(*conn, rows_sql);
+
+    auto applied = co_await db::migrate(*conn, all);
+    FT_REQUIRE_OK(applied);
+    REQUIRE_FALSE(applied->applied.empty());
+    CHECK(applied->applied.front() == "0010_settlement_batch_arrays.sql");
+    // Every row keeps its place in the cursors' order.
+    CHECK(co_await text(*conn, rows_sql) == keys_before);
+    const auto payloads = co_await text(
+        *conn, "SELECT string_agg(payload::text, ' | ' ORDER BY outbox_id) FROM outbox");
+    CHECK(payloads ==
+          "{\"kind\": [\"settle\", \"reverse\", \"cancel\"], \"bet_id\": [100, 101, 102], "
+          "\"payout\": [25000, null, 1000], \"outcome\": [\"won\", null, \"void\"], "
+          "\"version\": [1, 2, 1], \"account_id\": [7, 8, 7], \"result_event_id\": 4} | "
+          "{\"kind\": [\"settle\"], \"bet_id\": [5], \"payout\": [0], "
+          "\"outcome\": [\"lost\"], \"version\": [1], \"account_id\": [9]} | "
+          "{\"kind\": [], \"bet_id\": [], \"payout\": [], \"outcome\": [], "
+          "\"version\": [], \"account_id\": [], \"result_event_id\": 5} | "
+          "{\"bet_id\": 100, \"settlements\": [1]} | "
+          "{\"kind\": \"settle\", \"bet_id\": 6, \"payout\": 3, \"outcome\": \"won\", "
+          "\"version\": 1}");
+}
+
 }  // namespace
 
 TEST_CASE("migrations: 0007 refuses accounts whose currency has no two decimals") {
@@ -488,6 +538,12 @@ TEST_CASE("migrations: 0009 moves the read model's bets into three tables, shown
     scratch_database db;
     asio::io_context ioc;
     run(ioc, read_model_split(db.url()));
+}
+
+TEST_CASE("migrations: 0010 rewrites settlement batches as parallel arrays, each entry in place") {
+    scratch_database db;
+    asio::io_context ioc;
+    run(ioc, settlement_batch_arrays(db.url()));
 }
 
 TEST_CASE("migrations: applied in name order once and a second run is a no-op") {

@@ -636,7 +636,7 @@ awaitable<void> busy_and_missing(std::string url) {
     // taking the lock at all.
     FT_AWAIT_OK(
         co_await conn->query("INSERT INTO outbox (topic, account_id, payload) VALUES "
-                             "('settlement_batch', NULL, '{\"settlements\": []}')"));
+                             "('settlement_batch', NULL, '{\"bet_id\": []}')"));
     // Another writer (a projector's page, a rebuild) holds the cursor: the page returns at once.
     FT_AWAIT_OK(co_await holder->query("BEGIN"));
     FT_AWAIT_OK(co_await holder->query(

@@ -1,6 +1,6 @@
 // What the push loop reads out of an outbox row: the settles and cancels of a settlement_batch
-// row (one entry per bet, the account in each entry), or the one settlement of a bet_settled row
-// written before migration 0004 (the account in the row).
+// row (parallel arrays, entry i the i-th element of each, the account among them), or the one
+// settlement of a bet_settled row written before migration 0004 (the account in the row).
 
 #include "fulltime/net/settlement_pushes.hpp"
 
@@ -10,15 +10,13 @@ using fulltime::net::announced_settlements;
 
 TEST_CASE("a settlement batch announces its settles and cancels in order, not its reversals") {
     const auto got = announced_settlements("settlement_batch", std::nullopt,
-                                           R"({"result_event_id": 9, "settlements": [
-              {"account_id": 7, "bet_id": 100, "version": 1, "kind": "settle",
-               "outcome": "won", "payout": 25000},
-              {"account_id": 8, "bet_id": 101, "version": 2, "kind": "reverse",
-               "outcome": null, "payout": null},
-              {"account_id": 7, "bet_id": 102, "version": 1, "kind": "cancel",
-               "outcome": "void", "payout": 1000},
-              {"account_id": 9, "bet_id": 103, "version": 3, "kind": "settle",
-               "outcome": "lost", "payout": 0}]})");
+                                           R"({"result_event_id": 9,
+              "account_id": [7, 8, 7, 9],
+              "bet_id": [100, 101, 102, 103],
+              "version": [1, 2, 1, 3],
+              "kind": ["settle", "reverse", "cancel", "settle"],
+              "outcome": ["won", null, "void", "lost"],
+              "payout": [25000, null, 1000, 0]})");
     REQUIRE(got.size() == 3);
     CHECK(got[0].account_id == 7);
     CHECK(got[0].bet_id == 100);
@@ -49,20 +47,40 @@ TEST_CASE(
 }
 
 TEST_CASE("entries that do not parse are left out, and the rest of the batch is announced") {
+    // Entry 0 has no account, 1 a payout as text, 2 a version as text, 3 an outcome that is
+    // not a string; entry 4 is whole.
     const auto got = announced_settlements("settlement_batch", std::nullopt,
-                                           R"({"settlements": [
-              {"bet_id": 1, "version": 1, "kind": "settle", "outcome": "won", "payout": 2},
-              {"account_id": 3, "bet_id": 2, "version": 1, "kind": "settle",
-               "outcome": "won", "payout": "2.00"},
-              {"account_id": 3, "bet_id": 4, "version": 1, "kind": "settle", "outcome": "won"},
-              [1, 2, 3],
-              {"account_id": 3, "bet_id": 5, "version": 1, "kind": "settle",
-               "outcome": "lost", "payout": 0}]})");
+                                           R"({"account_id": [null, 3, 3, 3, 3],
+              "bet_id": [1, 2, 4, 6, 5],
+              "version": [1, 1, "1", 1, 1],
+              "kind": ["settle", "settle", "settle", "settle", "settle"],
+              "outcome": ["won", "won", "won", [1], "lost"],
+              "payout": [2, "2.00", 5, 7, 0]})");
     REQUIRE(got.size() == 1);
     CHECK(got[0].bet_id == 5);
+    CHECK(got[0].account_id == 3);
+    CHECK(got[0].outcome == "lost");
+    CHECK(got[0].payout == 0);
+    // An array shorter than the bet ids leaves out the entries it has no element for.
+    const auto short_payouts = announced_settlements("settlement_batch", std::nullopt,
+                                                     R"({"account_id": [3, 3], "bet_id": [1, 2],
+              "version": [1, 1], "kind": ["settle", "settle"], "outcome": ["won", "won"],
+              "payout": [2]})");
+    REQUIRE(short_payouts.size() == 1);
+    CHECK(short_payouts[0].bet_id == 1);
     CHECK(announced_settlements("settlement_batch", std::nullopt, "not json").empty());
-    CHECK(announced_settlements("settlement_batch", std::nullopt, R"({"settlements": 3})").empty());
+    CHECK(announced_settlements("settlement_batch", std::nullopt, R"({"bet_id": 3})").empty());
     CHECK(announced_settlements("settlement_batch", std::nullopt, "[]").empty());
+    // Without the account array no entry has an account.
+    CHECK(announced_settlements("settlement_batch", std::nullopt,
+                                R"({"bet_id": [1], "version": [1], "kind": ["settle"],
+                                    "outcome": ["won"], "payout": [2]})")
+              .empty());
+    // The form before 0010_settlement_batch_arrays.sql (the migration rewrites those rows).
+    CHECK(announced_settlements("settlement_batch", std::nullopt, R"({"settlements": [
+              {"account_id": 3, "bet_id": 5, "version": 1, "kind": "settle",
+               "outcome": "lost", "payout": 0}]})")
+              .empty());
     CHECK(announced_settlements("bet_placed", 1, R"({"bet_id": 1, "version": 1, "kind": "settle",
                                                      "outcome": "won", "payout": 2})")
               .empty());

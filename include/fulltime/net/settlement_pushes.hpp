@@ -41,9 +41,10 @@ struct announced_settlement {
 };
 
 /// Returns the settlements one outbox row announces, in the row's order: every settle and
-/// cancel of a `settlement_batch` row, or the one of a `bet_settled` row (written before
-/// migration 0004, the account being the row's). Reversals, other topics and entries that do
-/// not parse give none.
+/// cancel of a `settlement_batch` row (entry i being element i of its arrays `account_id`,
+/// `bet_id`, `version`, `kind`, `outcome` and `payout`), or the one of a `bet_settled` row
+/// (written before migration 0004, the account being the row's). Reversals, other topics and
+/// entries that do not parse give none.
 std::vector<announced_settlement> announced_settlements(std::string_view topic,
                                                         std::optional<std::int64_t> account_id,
                                                         std::string_view payload);
