@@ -61,6 +61,9 @@ struct step_result {
     /// db/functions/fulltime_settle_finish.sql).
     std::vector<std::pair<std::string, std::int64_t>> skipped;
     std::string refusal;
+    /// The rest the pacing asks after the last batch, before the market's next step
+    /// (steps_in_slot; zero after any other status).
+    std::chrono::microseconds rest{0};
 };
 
 /// Runs one step of `market_id` on a settlement connection, in one transaction. A lock timeout,

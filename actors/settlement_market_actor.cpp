@@ -8,6 +8,10 @@
 #include "fulltime/core/metrics.hpp"
 #include "fulltime/limits.hpp"
 
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <caf/all.hpp>
 
 #include <algorithm>
@@ -46,39 +50,8 @@ void add_step(step_result& sum, step_result next) {
     sum = std::move(next);
 }
 
-// Runs on the io_context, in the slot the market holds: a step, run again at once after a lock
-// timeout (at most limits::settlement_step_lock_retries_max times), so that a short lock wait
-// costs neither the slot nor the backoff (each lock timeout is counted by run_step). With
-// `back_to_back` (no pause asked between batches: full duty, no governor) the market then
-// steps on while its event is under way (started, batch), without handing the slot back
-// between steps: each hand-back and grant is a round of messages between threads during which
-// the market's database backend sits idle. It keeps the slot until its event is applied, or
-// for limits::settlement_slot_hold_ms once another market waits for a slot.
-asio::awaitable<step_result> steps_in_slot(std::shared_ptr<settlement_worker> worker,
-                                           std::int64_t market_id, bool back_to_back) {
-    const auto held_since = std::chrono::steady_clock::now();
-    const auto hold = std::chrono::milliseconds(limits::settlement_slot_hold_ms);
-    step_result sum;
-    for (;;) {
-        auto r = co_await run_step(worker, market_id);
-        for (std::size_t retry = 0;
-             r.status == step_status::locked && retry < limits::settlement_step_lock_retries_max;
-             ++retry) {
-            r = co_await run_step(worker, market_id);
-        }
-        add_step(sum, std::move(r));
-        const bool under_way =
-            sum.status == step_status::started || sum.status == step_status::batch;
-        if (!back_to_back || !under_way || worker->closed ||
-            (worker->markets_waiting.load(std::memory_order_relaxed) > 0 &&
-             std::chrono::steady_clock::now() - held_since >= hold)) {
-            co_return sum;
-        }
-    }
-}
-
-void ask_slot(market_actor* self) { self->send(self->state.coordinator, slot_atom::value); }
-
+// Counts one step (after its lock-timeout retries) in /metrics, as it ends: a market may step
+// for seconds in its slot, and its counters move meanwhile.
 void count(settlement_metrics& mm, const step_result& r) {
     const auto steps = [&r](step_status s) { return r.steps[static_cast<std::size_t>(s)]; };
     mm.steps_batch.inc(steps(step_status::batch));
@@ -99,6 +72,85 @@ void count(settlement_metrics& mm, const step_result& r) {
         }
     }
 }
+
+// Returns the rest the pacing asks after a batch that took `elapsed`: its time * (100 - d) / d,
+// so that the market's batches use at most d % of a database backend's time and placements keep
+// the rest of the machine; and, when the governor steers, at least the pause it decided (read
+// afresh after every batch, as the step reads its batch size).
+std::chrono::microseconds rest_after(const settlement_worker& worker,
+                                     std::chrono::microseconds elapsed, int duty_percent) {
+    auto rest = elapsed * (100 - duty_percent) / duty_percent;
+    if (worker.pacing) {
+        rest = std::max(rest, std::chrono::microseconds(
+                                  worker.pacing->pause_us.load(std::memory_order_relaxed)));
+    }
+    return rest;
+}
+
+// Waits `rest` on the io_context, in slices of at most limits::settlement_rest_slice_ms, so that
+// a stop is seen within a slice (a pending timer keeps the event loop, and so the process, alive
+// after a drain).
+asio::awaitable<void> rest_in_slot(const settlement_worker& worker,
+                                   std::chrono::microseconds rest) {
+    asio::steady_timer timer(co_await asio::this_coro::executor);
+    const auto until = std::chrono::steady_clock::now() + rest;
+    const auto slice = std::chrono::milliseconds(limits::settlement_rest_slice_ms);
+    while (!worker.closed && std::chrono::steady_clock::now() < until) {
+        timer.expires_at(std::min(until, std::chrono::steady_clock::now() + slice));
+        co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
+    }
+}
+
+// Runs on the io_context, in the slot the market holds: a step, run again at once after a lock
+// timeout (at most limits::settlement_step_lock_retries_max times), so that a short lock wait
+// costs neither the slot nor the backoff (each lock timeout is counted by run_step). While its
+// event is under way (started, batch) the market then steps on without handing the slot back
+// between steps: each hand-back and grant is a round of messages between threads (the step's
+// result to the actor, the release and the request to the coordinator, the grant, the next step
+// to the io_context) during which the market's database backend sits idle, about 4 ms a batch
+// on a busy machine (docs/benchmarks.md, issue 11, eleventh pass). Between two batches it rests
+// here as the pacing asks (rest_after), and each batch goes to the coordinator as it ends (the
+// governor's cost per bet). It keeps the slot until its event is applied, or for
+// limits::settlement_slot_hold_ms once another market waits for a slot; the rest still owed
+// after its last batch goes back with the result, for the actor to wait before it asks again.
+asio::awaitable<step_result> steps_in_slot(std::shared_ptr<settlement_worker> worker,
+                                           std::int64_t market_id, int duty_percent,
+                                           caf::actor coordinator) {
+    const auto held_since = std::chrono::steady_clock::now();
+    const auto hold = std::chrono::milliseconds(limits::settlement_slot_hold_ms);
+    step_result sum;
+    for (;;) {
+        auto r = co_await run_step(worker, market_id);
+        for (std::size_t retry = 0;
+             r.status == step_status::locked && retry < limits::settlement_step_lock_retries_max;
+             ++retry) {
+            r = co_await run_step(worker, market_id);
+        }
+        count(*worker->metrics, r);
+        auto rest = std::chrono::microseconds(0);
+        if (r.status == step_status::batch) {
+            if (worker->pacing) {
+                caf::anon_send(coordinator, batched_atom::value, r.bets,
+                               static_cast<std::int64_t>(r.elapsed.count()));
+            }
+            rest = rest_after(*worker, r.elapsed, duty_percent);
+        }
+        add_step(sum, std::move(r));
+        const bool under_way =
+            sum.status == step_status::started || sum.status == step_status::batch;
+        if (!under_way || worker->closed ||
+            (worker->markets_waiting.load(std::memory_order_relaxed) > 0 &&
+             std::chrono::steady_clock::now() - held_since >= hold)) {
+            sum.rest = rest;
+            co_return sum;
+        }
+        if (rest.count() > 0) {
+            co_await rest_in_slot(*worker, rest);
+        }
+    }
+}
+
+void ask_slot(market_actor* self) { self->send(self->state.coordinator, slot_atom::value); }
 
 // Returns the pause before the next attempt after `failures` failed steps in a row: the retry
 // delay doubled per failure, at most limits::settlement_backoff_doublings_max times and at most
@@ -130,20 +182,17 @@ caf::behavior market_behavior(market_actor* self, std::int64_t market_id, caf::a
         [self](granted_atom) {
             auto& st = self->state;
             st.settings.metrics->batches_running.add(1);
-            // Batches back to back only when nothing asks for a pause between them: full duty
-            // and no governor (whose decisions come between batches).
-            const bool back_to_back = st.settings.duty_percent >= 100 && !st.settings.pacing;
             run_on_io<stepped_atom>(
                 self, st.settings.io,
-                [worker = st.settings.worker, market = st.market_id, back_to_back] {
-                    return steps_in_slot(worker, market, back_to_back);
+                [worker = st.settings.worker, market = st.market_id,
+                 duty = st.settings.duty_percent, coordinator = st.coordinator] {
+                    return steps_in_slot(worker, market, duty, coordinator);
                 });
         },
         [self](stepped_atom, step_result& r) {
             auto& st = self->state;
             st.settings.metrics->batches_running.add(-1);
             self->send(st.coordinator, release_atom::value);
-            count(*st.settings.metrics, r);
             switch (r.status) {
                 case step_status::started:
                 case step_status::batch:
@@ -156,26 +205,10 @@ caf::behavior market_behavior(market_actor* self, std::int64_t market_id, caf::a
                             (r.refusal.empty() ? std::string()
                                                : "; refused: " + r.refusal + ", no money moved"));
                     }
-                    if (r.status == step_status::batch) {
-                        // Pacing: after a batch that took T, rest T * (100 - d) / d, so the
-                        // market's batches use at most d % of a database backend's time and
-                        // placements keep the rest of the machine; and, when the governor
-                        // steers, at least the pause it decided (the coordinator hears of
-                        // the batch for its cost per bet).
-                        auto rest = std::chrono::duration_cast<std::chrono::microseconds>(
-                            r.elapsed * (100 - st.settings.duty_percent) /
-                            st.settings.duty_percent);
-                        if (st.settings.pacing) {
-                            self->send(st.coordinator, batched_atom::value, r.bets,
-                                       static_cast<std::int64_t>(r.elapsed.count()));
-                            rest = std::max(
-                                rest, std::chrono::microseconds(st.settings.pacing->pause_us.load(
-                                          std::memory_order_relaxed)));
-                        }
-                        if (rest.count() > 0) {
-                            self->delayed_send(self, rest, retry_atom::value);
-                            return;
-                        }
+                    if (r.status == step_status::batch && r.rest.count() > 0) {
+                        // The pacing's rest after the slot's last batch (steps_in_slot).
+                        self->delayed_send(self, r.rest, retry_atom::value);
+                        return;
                     }
                     ask_slot(self);
                     return;

@@ -263,6 +263,9 @@ inline constexpr std::size_t settlement_step_lock_retries_max = 3;
 /// handed back and asked for again cost a round of messages between threads, time in which the
 /// database backend sat idle (issue 11).
 inline constexpr std::int64_t settlement_slot_hold_ms = 250;
+/// Longest slice of a market's rest between two batches in its slot, in milliseconds: a stop is
+/// seen within it (a pending timer keeps the event loop alive after a drain).
+inline constexpr std::int64_t settlement_rest_slice_ms = 100;
 /// Longest pause between attempts of a market whose steps keep failing, in milliseconds.
 inline constexpr std::int64_t settlement_backoff_ms_max = 5000;
 /// Times the pause after a failed step doubles (`settlement.retry_delay_ms` * 2^n) before

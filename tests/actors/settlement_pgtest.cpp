@@ -373,6 +373,46 @@ TEST_CASE("a market steps back to back in its slot, and hands the slot to a mark
     e.check_money_invariants();
 }
 
+// Returns the sum of a latency histogram's durations, in seconds, from its rendering.
+double histogram_sum_s(const fulltime::metrics::latency_histogram& h) {
+    std::string text;
+    h.render(text, "h", "help");
+    const auto at = text.find("\nh_sum ");
+    REQUIRE(at != std::string::npos);
+    return std::stod(text.substr(at + 7));
+}
+
+TEST_CASE("a market at a duty of 25 % rests three times each batch's time before its next one") {
+    // The market steps on in its slot and rests there between batches (and after its last one,
+    // from the actor): whatever the machine's speed, the event takes at least the steps' time
+    // plus three times the batches'. Without the rests it takes about the steps' time.
+    engine e([](fulltime::config& cfg) {
+        cfg.settlement.batch_bets_max = 100;
+        cfg.settlement.duty_percent = 25;
+    });
+    constexpr int bets = 2000;
+    e.add_market(1, {{11, 20000}, {12, 20000}});
+    e.fund(1, 200, 1000000);
+    e.exec(
+        "SELECT count(*) FROM (SELECT (fulltime_place((g % 200) + 1, 'duty-' || g, 'fp', 11, "
+        "100, 2, 0, 'any', 1000, 0)).outcome FROM generate_series(0, " +
+        std::to_string(bets - 1) + ") g) x");
+    const std::string win_11 =
+        R"({"outcomes":[{"selection_id":11,"win":true,"void_factor":0,"dead_heat_factor":10000}]})";
+    const auto start = steady::now();
+    REQUIRE(e.record(1, 1, "duty-r1", "result", win_11) == "stored");
+    REQUIRE(e.wait_applied(1, 1, 180s));
+    const auto wall = std::chrono::duration<double>(steady::now() - start).count();
+    const auto steps = histogram_sum_s(e.settlement_metrics().step_latency);
+    MESSAGE("applied in " << wall << " s; the steps took " << steps << " s");
+    CHECK(e.settlement_metrics().steps_batch.value() == bets / 100);
+    // The batches are most of the steps' time (the others start and finish the event), so
+    // with their rests the event takes well over twice the steps' time.
+    CHECK(wall >= 2 * steps);
+    CHECK(e.scalar("SELECT count(*) FROM bet_settlements") == bets);
+    e.check_money_invariants();
+}
+
 TEST_CASE("taking back winnings already withdrawn records a debt that a later credit repays") {
     engine e;
     e.add_market(1, {{11, 30000}, {12, 15000}});
