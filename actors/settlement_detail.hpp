@@ -25,8 +25,8 @@ struct settlement_pacing {
     std::atomic<std::int64_t> pause_us{0};    ///< rest after a batch, before the next step
 };
 
-/// Holds what a step needs: pools and settings. Touched on the io_context only (but pacing and
-/// markets_waiting).
+/// Holds what a step needs: pools and settings. Touched on the io_context only (but pacing,
+/// markets_waiting and closed).
 struct settlement_worker {
     db::pool* settlement = nullptr;   ///< steps
     db::pool* background = nullptr;   ///< backlog scans
@@ -38,7 +38,8 @@ struct settlement_worker {
     /// Markets waiting for a step slot: written by the coordinator, read by the steps (a market
     /// holds its slot for batch after batch only while this is 0, or for settlement_slot_hold_ms).
     std::atomic<std::int64_t> markets_waiting{0};
-    bool closed = false;  ///< set by stop(): no further steps
+    /// Set by stop(), on its caller's thread: no further steps, and a rest between batches ends.
+    std::atomic<bool> closed{false};
 };
 
 /// Names how one step ended. The first six are fulltime_settle_step's own statuses.
