@@ -31,8 +31,10 @@ settlement_metrics::settlement_metrics(metrics::registry& registry)
           "Settlement steps that hit their lock_timeout (SQLSTATE 55P03); each is retried.")),
       markets_active(registry.make_gauge("fulltime_settlement_markets_active",
                                          "Market actors alive (markets being settled).")),
-      batches_running(registry.make_gauge("fulltime_settlement_batches_running",
-                                          "Settlement steps holding a slot right now.")),
+      batches_running(registry.make_gauge(
+          "fulltime_settlement_batches_running",
+          "Markets holding a settlement step slot right now: stepping, or resting "
+          "between two batches.")),
       backlog_events(
           registry.make_gauge("fulltime_settlement_backlog_events",
                               "Result events stored but not yet applied, at the last scan.")),
