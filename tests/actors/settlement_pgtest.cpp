@@ -46,6 +46,17 @@ public:
         return outcome;
     }
 
+    /// Places `bets` bets of 1.00 at odds 2.00 with the placement's own function: bet g (from
+    /// 0) by account g % accounts + 1, keyed `prefix` || g, on the selection that
+    /// `selection_sql` (an SQL expression of g) names.
+    void place_many(int bets, int accounts, const std::string& prefix,
+                    const std::string& selection_sql) {
+        exec("SELECT count(*) FROM (SELECT (fulltime_place((g % " + std::to_string(accounts) +
+             ") + 1, '" + prefix + "' || g, 'fp', " + selection_sql +
+             ", 100, 2, 0, 'any', 1000, 0)).outcome FROM generate_series(0, " +
+             std::to_string(bets - 1) + ") g) x");
+    }
+
     std::int64_t available(std::int64_t account) const {
         return scalar("SELECT available FROM accounts WHERE account_id = " +
                       std::to_string(account));
@@ -55,6 +66,12 @@ public:
                       std::to_string(account));
     }
 };
+
+/// Returns a result payload in which `selection` wins outright.
+std::string wins(int selection) {
+    return R"({"outcomes":[{"selection_id":)" + std::to_string(selection) +
+           R"(,"win":true,"void_factor":0,"dead_heat_factor":10000}]})";
+}
 
 }  // namespace
 
@@ -121,8 +138,7 @@ TEST_CASE("duplicates are ignored and events apply in seq order after a gap") {
     for (int a = 1; a <= 10; ++a) {
         REQUIRE(e.place(a, "k" + std::to_string(a), a % 2 ? 11 : 12, 1000) == "placed");
     }
-    const std::string win11 =
-        R"({"outcomes":[{"selection_id":11,"win":true,"void_factor":0,"dead_heat_factor":10000}]})";
+    const std::string win11 = wins(11);
     // seq 2 arrives first: it waits for seq 1.
     CHECK(e.record(1, 2, "rb-2", "rollback_result", "{}") == "stored");
     CHECK(e.record(1, 4, "rc-4", "rollback_cancel", "{}") == "stored");
@@ -169,10 +185,8 @@ TEST_CASE("a correction a rollback and a windowed cancel on a settled market kee
         "SELECT to_char(clock_timestamp() AT TIME ZONE 'UTC', "
         "'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"')");
     REQUIRE(e.place(1, "a-late", 11, 2000) == "placed");
-    const std::string home =
-        R"({"outcomes":[{"selection_id":11,"win":true,"void_factor":0,"dead_heat_factor":10000}]})";
-    const std::string away =
-        R"({"outcomes":[{"selection_id":12,"win":true,"void_factor":0,"dead_heat_factor":10000}]})";
+    const std::string home = wins(11);
+    const std::string away = wins(12);
     REQUIRE(e.record(1, 1, "r1", "result", home) == "stored");
     REQUIRE(e.wait_applied(1, 1));
     // Home won: account 1 staked 30.00 and gets 90.00; account 2 lost 10.00.
@@ -238,10 +252,7 @@ TEST_CASE("a market of 20000 bets settles while placements on other markets go o
     e.add_market(3, {{31, 20000}});
     e.fund(1, accounts, 1000000);
     // 20,000 bets of 1.00 on market 1, placed with the placement's function, ten per account.
-    e.exec("SELECT count(*) FROM (SELECT (fulltime_place((g % " + std::to_string(accounts) +
-           ") + 1, 'big-' || g, 'fp', CASE WHEN g % 3 = 0 THEN 11 ELSE 12 END, 100, 2, 0, 'any', "
-           "1000, 0)).outcome FROM generate_series(0, " +
-           std::to_string(bets - 1) + ") g) x");
+    e.place_many(bets, accounts, "big-", "CASE WHEN g % 3 = 0 THEN 11 ELSE 12 END");
     REQUIRE(e.scalar("SELECT count(*) FROM bets WHERE market_id = 1") == bets);
 
     // Placements for the same accounts on markets 2 and 3 while market 1 settles, each as the
@@ -273,11 +284,7 @@ TEST_CASE("a market of 20000 bets settles while placements on other markets go o
     }
     std::this_thread::sleep_for(300ms);
     const auto start = steady::now();
-    REQUIRE(
-        e.record(
-            1, 1, "big-r1", "result",
-            R"({"outcomes":[{"selection_id":11,"win":true,"void_factor":0,"dead_heat_factor":10000}]})") ==
-        "stored");
+    REQUIRE(e.record(1, 1, "big-r1", "result", wins(11)) == "stored");
     const bool settled = e.wait_applied(1, 1, 180s);
     const auto elapsed =
         std::chrono::duration_cast<std::chrono::milliseconds>(steady::now() - start);
@@ -339,24 +346,15 @@ TEST_CASE("a market steps back to back in its slot, and hands the slot to a mark
     e.add_market(1, {{11, 20000}, {12, 20000}});
     e.add_market(2, {{21, 20000}, {22, 20000}});
     e.fund(1, 500, 1000000);
-    e.exec(
-        "SELECT count(*) FROM (SELECT (fulltime_place((g % 500) + 1, 'big-' || g, 'fp', 11, "
-        "100, 2, 0, 'any', 1000, 0)).outcome FROM generate_series(0, " +
-        std::to_string(big - 1) + ") g) x");
-    e.exec(
-        "SELECT count(*) FROM (SELECT (fulltime_place(g + 1, 'small-' || g, 'fp', 21, 100, 2, 0, "
-        "'any', 1000, 0)).outcome FROM generate_series(0, 9) g) x");
-    const std::string win_11 =
-        R"({"outcomes":[{"selection_id":11,"win":true,"void_factor":0,"dead_heat_factor":10000}]})";
-    const std::string win_21 =
-        R"({"outcomes":[{"selection_id":21,"win":true,"void_factor":0,"dead_heat_factor":10000}]})";
-    REQUIRE(e.record(1, 1, "slot-big", "result", win_11) == "stored");
+    e.place_many(big, 500, "big-", "11");
+    e.place_many(10, 10, "small-", "21");
+    REQUIRE(e.record(1, 1, "slot-big", "result", wins(11)) == "stored");
     // The big market is under way (its first batches are in) before the small one asks.
     const auto until = steady::now() + 60s;
     while (e.scalar("SELECT count(*) FROM bet_settlements") < 300 && steady::now() < until) {
         std::this_thread::sleep_for(5ms);
     }
-    REQUIRE(e.record(2, 1, "slot-small", "result", win_21) == "stored");
+    REQUIRE(e.record(2, 1, "slot-small", "result", wins(21)) == "stored");
     REQUIRE(e.wait_applied(2, 1, 60s));
     const auto big_settled_then = e.scalar(
         "SELECT count(*) FROM bet_settlements s JOIN bets b USING (bet_id) "
@@ -373,13 +371,13 @@ TEST_CASE("a market steps back to back in its slot, and hands the slot to a mark
     e.check_money_invariants();
 }
 
-// Returns the sum of a latency histogram's durations, in seconds, from its rendering.
-double histogram_sum_s(const fulltime::metrics::latency_histogram& h) {
-    std::string text;
-    h.render(text, "h", "help");
-    const auto at = text.find("\nh_sum ");
+// Returns the sum of the settlement steps' times, in seconds, as /metrics renders it.
+double step_seconds_sum(const engine& e) {
+    const std::string key = "\nfulltime_settlement_step_latency_seconds_sum ";
+    const auto text = e.metrics_text();
+    const auto at = text.find(key);
     REQUIRE(at != std::string::npos);
-    return std::stod(text.substr(at + 7));
+    return std::stod(text.substr(at + key.size()));
 }
 
 TEST_CASE("a market at a duty of 25 % rests three times each batch's time before its next one") {
@@ -393,17 +391,12 @@ TEST_CASE("a market at a duty of 25 % rests three times each batch's time before
     constexpr int bets = 2000;
     e.add_market(1, {{11, 20000}, {12, 20000}});
     e.fund(1, 200, 1000000);
-    e.exec(
-        "SELECT count(*) FROM (SELECT (fulltime_place((g % 200) + 1, 'duty-' || g, 'fp', 11, "
-        "100, 2, 0, 'any', 1000, 0)).outcome FROM generate_series(0, " +
-        std::to_string(bets - 1) + ") g) x");
-    const std::string win_11 =
-        R"({"outcomes":[{"selection_id":11,"win":true,"void_factor":0,"dead_heat_factor":10000}]})";
+    e.place_many(bets, 200, "duty-", "11");
     const auto start = steady::now();
-    REQUIRE(e.record(1, 1, "duty-r1", "result", win_11) == "stored");
+    REQUIRE(e.record(1, 1, "duty-r1", "result", wins(11)) == "stored");
     REQUIRE(e.wait_applied(1, 1, 180s));
     const auto wall = std::chrono::duration<double>(steady::now() - start).count();
-    const auto steps = histogram_sum_s(e.settlement_metrics().step_latency);
+    const auto steps = step_seconds_sum(e);
     MESSAGE("applied in " << wall << " s; the steps took " << steps << " s");
     CHECK(e.settlement_metrics().steps_batch.value() == bets / 100);
     // The batches are most of the steps' time (the others start and finish the event), so
@@ -418,10 +411,8 @@ TEST_CASE("taking back winnings already withdrawn records a debt that a later cr
     e.add_market(1, {{11, 30000}, {12, 15000}});
     e.fund(1, 1, 1000);
     REQUIRE(e.place(1, "k", 11, 1000) == "placed");
-    const std::string home =
-        R"({"outcomes":[{"selection_id":11,"win":true,"void_factor":0,"dead_heat_factor":10000}]})";
-    const std::string away =
-        R"({"outcomes":[{"selection_id":12,"win":true,"void_factor":0,"dead_heat_factor":10000}]})";
+    const std::string home = wins(11);
+    const std::string away = wins(12);
     REQUIRE(e.record(1, 1, "r1", "result", home) == "stored");
     REQUIRE(e.wait_applied(1, 1));
     CHECK(e.available(1) == 3000);
@@ -462,11 +453,7 @@ TEST_CASE("an event waits for the transactions that were running when it started
             "COMMIT;");
     });
     std::this_thread::sleep_for(200ms);
-    REQUIRE(
-        e.record(
-            1, 1, "r1", "result",
-            R"({"outcomes":[{"selection_id":11,"win":true,"void_factor":0,"dead_heat_factor":10000}]})") ==
-        "stored");
+    REQUIRE(e.record(1, 1, "r1", "result", wins(11)) == "stored");
     std::this_thread::sleep_for(500ms);
     CHECK(e.applied(1) == 0);
     CHECK(e.settlement_metrics().steps_fenced.value() > 0);
@@ -481,14 +468,9 @@ TEST_CASE("two instances settling one market apply each event once") {
     auto& second = e.add_settlement_instance();
     e.add_market(1, {{11, 20000}, {12, 30000}});
     e.fund(1, 50, 100000);
-    e.exec(
-        "SELECT count(*) FROM (SELECT (fulltime_place((g % 50) + 1, 'k' || g, 'fp', CASE WHEN "
-        "g % 2 = 0 THEN 11 ELSE 12 END, 100, 2, 0, 'any', 1000, 0)).outcome FROM "
-        "generate_series(0, 999) g) x");
-    const std::string home =
-        R"({"outcomes":[{"selection_id":11,"win":true,"void_factor":0,"dead_heat_factor":10000}]})";
-    const std::string away =
-        R"({"outcomes":[{"selection_id":12,"win":true,"void_factor":0,"dead_heat_factor":10000}]})";
+    e.place_many(1000, 50, "k", "CASE WHEN g % 2 = 0 THEN 11 ELSE 12 END");
+    const std::string home = wins(11);
+    const std::string away = wins(12);
     // Both instances are woken for every event, as two engines behind one feed would be.
     REQUIRE(e.record(1, 1, "r1", "result", home) == "stored");
     second.notify(1);

@@ -355,12 +355,26 @@ std::vector<migration_source> migrations_before(const std::vector<migration_sour
     return before;
 }
 
+/// Brings `conn`'s database to the schema the release before `first` left: the numbered
+/// migrations before it, with today's function files.
+awaitable<void> migrate_before(db::connection& conn, std::string_view first) {
+    auto earlier = co_await db::migrate(conn, migrations_before(resources::migrations(), first));
+    FT_REQUIRE_OK(earlier);
+}
+
+/// Applies the migrations left and checks that the first of them is `first`.
+awaitable<void> migrate_from(db::connection& conn, std::string_view first) {
+    auto applied = co_await db::migrate(conn, resources::migrations());
+    FT_REQUIRE_OK(applied);
+    REQUIRE_FALSE(applied->applied.empty());
+    CHECK(applied->applied.front() == first);
+}
+
 awaitable<void> minor_units_refused(std::string url) {
     auto conn = co_await open_connection(url);
     // The schema as the release before 0007 left it (with today's function files).
+    co_await migrate_before(*conn, "0007");
     const auto all = resources::migrations();
-    auto earlier = co_await db::migrate(*conn, migrations_before(all, "0007"));
-    FT_REQUIRE_OK(earlier);
     // Accounts whose amounts that release stored as hundredths: 0007 refuses to reinterpret
     // them, and nothing of it is applied.
     FT_AWAIT_OK(co_await conn->execute_script(
@@ -442,9 +456,7 @@ awaitable<void> read_model_split(std::string url) {
     auto conn = co_await open_connection(url);
     // The schema as the release before 0009 left it (with today's function files, which only
     // need the new tables when they run).
-    const auto all = resources::migrations();
-    auto earlier = co_await db::migrate(*conn, migrations_before(all, "0009"));
-    FT_REQUIRE_OK(earlier);
+    co_await migrate_before(*conn, "0009");
     // bet_views as that release's projector left it: a bet never changed, a settled one, one a
     // reversal opened again, one settled again after a correction.
     FT_AWAIT_OK(co_await conn->execute_script(
@@ -459,10 +471,7 @@ awaitable<void> read_model_split(std::string url) {
         "SELECT string_agg(v::text, ';' ORDER BY v.account_id, v.bet_id) FROM bet_views v";
     const auto old_rows = co_await text(*conn, rows_sql);
 
-    auto applied = co_await db::migrate(*conn, all);
-    FT_REQUIRE_OK(applied);
-    REQUIRE_FALSE(applied->applied.empty());
-    CHECK(applied->applied.front() == "0009_read_model_split.sql");
+    co_await migrate_from(*conn, "0009_read_model_split.sql");
     // The view shows every row as the table held it, and only the open bets are marked open.
     const auto new_rows = co_await text(*conn, rows_sql);
     CHECK(new_rows == old_rows);
@@ -478,9 +487,7 @@ awaitable<void> read_model_split(std::string url) {
 
 awaitable<void> settlement_batch_arrays(std::string url) {
     auto conn = co_await open_connection(url);
-    const auto all = resources::migrations();
-    auto earlier = co_await db::migrate(*conn, migrations_before(all, "0010"));
-    FT_REQUIRE_OK(earlier);
+    co_await migrate_before(*conn, "0010");
     // Outbox rows as the release before 0010 wrote them: a batch with a settle, a reversal that
     // left its bet open and a cancel; one of the topic's first release, with no event id; an
     // empty list; and rows of other topics, which stay as they are.
@@ -505,10 +512,7 @@ awaitable<void> settlement_batch_arrays(std::string url) {
         "outbox_id) FROM outbox";
     const auto keys_before = co_await text(*conn, rows_sql);
 
-    auto applied = co_await db::migrate(*conn, all);
-    FT_REQUIRE_OK(applied);
-    REQUIRE_FALSE(applied->applied.empty());
-    CHECK(applied->applied.front() == "0010_settlement_batch_arrays.sql");
+    co_await migrate_from(*conn, "0010_settlement_batch_arrays.sql");
     // Every row keeps its place in the cursors' order.
     CHECK(co_await text(*conn, rows_sql) == keys_before);
     const auto payloads = co_await text(
