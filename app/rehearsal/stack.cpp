@@ -185,6 +185,9 @@ struct stack::impl {
                 << "auth_file = " << dir << "/users.txt\n"
                 << "admin_users = " << user << "\n"
                 << "pool_mode = transaction\n"
+                // As docs/operations.md advises: with the default (15 s), one server login that
+                // fails during restart_postgres refuses every client for 15 s.
+                << "server_login_retry = 1\n"
                 << "default_pool_size = " << pgbouncer_pool_size << "\n"
                 << "max_client_conn = 1000\n"
                 << "logfile = " << dir << "/pgbouncer.log\n"
