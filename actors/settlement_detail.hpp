@@ -31,6 +31,9 @@ struct settlement_worker {
     db::pool* settlement = nullptr;   ///< steps
     db::pool* background = nullptr;   ///< backlog scans
     std::int64_t batch_bets_max = 0;  ///< bets one step settles at most (settlement.batch_bets_max)
+    /// Lanes an event it starts is settled in, on a market with more than this many batches of
+    /// bets (settlement.lanes; 1 while the governor steers).
+    std::int64_t lanes = 1;
     std::int64_t lock_timeout_ms = 0;
     std::chrono::milliseconds query_timeout{0};
     settlement_metrics* metrics = nullptr;
@@ -42,17 +45,19 @@ struct settlement_worker {
     std::atomic<bool> closed{false};
 };
 
-/// Names how one step ended. The first six are fulltime_settle_step's own statuses.
-enum class step_status { idle = 0, gap, started, fenced, batch, finished, locked, failed };
+/// Names how one step ended. The first seven are fulltime_settle_step's own statuses; a lane's
+/// batch (fulltime_settle_lane) ends batch, finished (the lane is done) or idle.
+enum class step_status { idle = 0, gap, started, fenced, batch, finished, lanes, locked, failed };
 
 /// Holds one step's outcome; or, for the steps a market ran back to back in one slot, the last
 /// step's status, event and error, and the sums of the others.
 struct step_result {
     step_status status = step_status::failed;
     /// Steps run, per status (one step: 1 at its status; steps in a slot: each one's).
-    std::array<std::uint32_t, 8> steps{};
+    std::array<std::uint32_t, 9> steps{};
     std::int64_t seq = 0;
     std::string kind;                      ///< the event's kind, when the step worked on one
+    std::int64_t lanes = 1;                ///< the lanes of the event in progress (1: none)
     std::int64_t bets = 0;                 ///< bets the batches looked at
     std::int64_t effects = 0;              ///< settlement rows they wrote
     std::chrono::microseconds elapsed{0};  ///< the steps' transactions, as the engine saw them
@@ -72,6 +77,11 @@ struct step_result {
 /// other error is `failed`. Never throws.
 boost::asio::awaitable<step_result> run_step(std::shared_ptr<settlement_worker> worker,
                                              std::int64_t market_id);
+
+/// Runs one batch of lane `lane` of `market_id`'s event in progress (fulltime_settle_lane), as
+/// run_step runs a step: batch, finished (the lane is done), idle, locked or failed.
+boost::asio::awaitable<step_result> run_lane(std::shared_ptr<settlement_worker> worker,
+                                             std::int64_t market_id, std::int64_t lane);
 
 /// Holds the markets with events stored but not applied, and the backlog's size and age.
 struct backlog {

@@ -9,6 +9,7 @@
 #include "fulltime/limits.hpp"
 
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -16,6 +17,8 @@
 
 #include <algorithm>
 #include <string>
+#include <tuple>
+#include <vector>
 
 namespace fulltime::actors::detail {
 
@@ -101,46 +104,149 @@ asio::awaitable<void> rest_in_slot(const settlement_worker& worker,
     }
 }
 
-// Runs on the io_context, in the slot the market holds: a step, run again at once after a lock
-// timeout (at most limits::settlement_step_lock_retries_max times), so that a short lock wait
-// costs neither the slot nor the backoff (each lock timeout is counted by run_step). While its
-// event is under way (started, batch) the market then steps on without handing the slot back
-// between steps: each hand-back and grant is a round of messages between threads (the step's
-// result to the actor, the release and the request to the coordinator, the grant, the next step
-// to the io_context) during which the market's database backend sits idle, about 4 ms a batch
-// on a busy machine (docs/benchmarks.md, issue 11, eleventh pass). Between two batches it rests
-// here as the pacing asks (rest_after), and each batch goes to the coordinator as it ends (the
-// governor's cost per bet). It keeps the slot until its event is applied, or for
-// limits::settlement_slot_hold_ms once another market waits for a slot; the rest still owed
-// after its last batch goes back with the result, for the actor to wait before it asks again.
+// Returns whether a market that took its slot at `held_since` hands it back now: another market
+// waits for a slot, and it held this one for limits::settlement_slot_hold_ms.
+bool slot_wanted(const settlement_worker& worker,
+                 std::chrono::steady_clock::time_point held_since) {
+    return worker.markets_waiting.load(std::memory_order_relaxed) > 0 &&
+           std::chrono::steady_clock::now() - held_since >=
+               std::chrono::milliseconds(limits::settlement_slot_hold_ms);
+}
+
+// Runs a step of the market (lane < 0) or a batch of its lane `lane`. (Not one conditional
+// expression of the two co_awaits: GCC 12 destroyed its result twice.)
+asio::awaitable<step_result> step_or_lane(std::shared_ptr<settlement_worker> worker,
+                                          std::int64_t market_id, std::int64_t lane) {
+    if (lane < 0) {
+        co_return co_await run_step(std::move(worker), market_id);
+    }
+    co_return co_await run_lane(std::move(worker), market_id, lane);
+}
+
+// Runs a step of the market (lane < 0) or a batch of its lane `lane`, again at once after a lock
+// timeout, at most limits::settlement_step_lock_retries_max times, so that a short lock wait
+// costs neither the slot nor the backoff (each lock timeout is counted by run_step), and counts
+// it in /metrics. After a batch it tells the coordinator (the governor's cost per bet) and
+// returns the rest the pacing asks before the next one (rest_after) in `rest`.
+asio::awaitable<step_result> step_counted(std::shared_ptr<settlement_worker> worker,
+                                          std::int64_t market_id, std::int64_t lane,
+                                          int duty_percent, caf::actor coordinator) {
+    auto r = co_await step_or_lane(worker, market_id, lane);
+    for (std::size_t retry = 0;
+         r.status == step_status::locked && retry < limits::settlement_step_lock_retries_max;
+         ++retry) {
+        r = co_await step_or_lane(worker, market_id, lane);
+    }
+    count(*worker->metrics, r);
+    if (r.status == step_status::batch) {
+        if (worker->pacing) {
+            caf::anon_send(coordinator, batched_atom::value, r.bets,
+                           static_cast<std::int64_t>(r.elapsed.count()));
+        }
+        r.rest = rest_after(*worker, r.elapsed, duty_percent);
+    }
+    co_return r;
+}
+
+// Runs lane `lane` of the market's event batch after batch, resting between them as the pacing
+// asks, until the lane is done (finished), has nothing to settle (idle), fails, the service
+// stops, or the slot is wanted (then it ends on batch and the market steps on later).
+asio::awaitable<step_result> lane_steps(std::shared_ptr<settlement_worker> worker,
+                                        std::int64_t market_id, std::int64_t lane, int duty_percent,
+                                        caf::actor coordinator,
+                                        std::chrono::steady_clock::time_point held_since) {
+    step_result sum;
+    for (;;) {
+        auto r = co_await step_counted(worker, market_id, lane, duty_percent, coordinator);
+        const auto rest = r.rest;
+        add_step(sum, std::move(r));
+        if (sum.status != step_status::batch || worker->closed ||
+            slot_wanted(*worker, held_since)) {
+            co_return sum;
+        }
+        if (rest.count() > 0) {
+            co_await rest_in_slot(*worker, rest);
+        }
+    }
+}
+
+// Runs lanes [first, lanes) side by side, each on a connection of its own; returns their sums.
+asio::awaitable<std::vector<step_result>> lanes_from(
+    std::shared_ptr<settlement_worker> worker, std::int64_t market_id, std::int64_t first,
+    std::int64_t lanes, int duty_percent, caf::actor coordinator,
+    std::chrono::steady_clock::time_point held_since) {
+    using namespace asio::experimental::awaitable_operators;
+    if (first + 1 >= lanes) {
+        std::vector<step_result> out;
+        out.push_back(
+            co_await lane_steps(worker, market_id, first, duty_percent, coordinator, held_since));
+        co_return out;
+    }
+    auto both = co_await (
+        lane_steps(worker, market_id, first, duty_percent, coordinator, held_since) &&
+        lanes_from(worker, market_id, first + 1, lanes, duty_percent, coordinator, held_since));
+    auto out = std::move(std::get<1>(both));
+    out.push_back(std::move(std::get<0>(both)));
+    co_return out;
+}
+
+// Runs the market's lanes until each is done or stops (lane_steps), and sums them up as one
+// result: failed (or locked) when a lane was, with its error; failed when a lane had nothing to
+// settle, which the step that answered `lanes` rules out (so that it cannot spin); else batch,
+// and the market's next step finishes the event or answers `lanes` again.
+asio::awaitable<step_result> run_lanes(std::shared_ptr<settlement_worker> worker,
+                                       std::int64_t market_id, std::int64_t lanes, int duty_percent,
+                                       caf::actor coordinator,
+                                       std::chrono::steady_clock::time_point held_since) {
+    auto each =
+        co_await lanes_from(worker, market_id, 0, lanes, duty_percent, coordinator, held_since);
+    step_result sum;
+    step_status status = step_status::batch;
+    std::string error;
+    for (auto& r : each) {
+        if (r.status == step_status::idle && error.empty()) {
+            status = step_status::failed;
+            error = "a lane of market " + std::to_string(market_id) + " found nothing to settle";
+        } else if ((r.status == step_status::failed || r.status == step_status::locked) &&
+                   status != step_status::failed) {
+            status = r.status;
+            error = r.error;
+        }
+        add_step(sum, std::move(r));
+    }
+    sum.status = status;
+    sum.error = std::move(error);
+    co_return sum;
+}
+
+// Runs on the io_context, in the slot the market holds: a step (step_counted). While its event
+// is under way (started, batch) the market then steps on without handing the slot back between
+// steps: each hand-back and grant is a round of messages between threads (the step's result to
+// the actor, the release and the request to the coordinator, the grant, the next step to the
+// io_context) during which the market's database backend sits idle, about 4 ms a batch on a
+// busy machine (docs/benchmarks.md, issue 11, eleventh pass). Between two batches it rests here
+// as the pacing asks. An event settled in lanes (the step answered `lanes`) runs its lanes side
+// by side here (run_lanes), then steps on to finish it. It keeps the slot until its event is
+// applied, or for limits::settlement_slot_hold_ms once another market waits for a slot; the rest
+// still owed after its last batch goes back with the result, for the actor to wait before it
+// asks again.
 asio::awaitable<step_result> steps_in_slot(std::shared_ptr<settlement_worker> worker,
                                            std::int64_t market_id, int duty_percent,
                                            caf::actor coordinator) {
     const auto held_since = std::chrono::steady_clock::now();
-    const auto hold = std::chrono::milliseconds(limits::settlement_slot_hold_ms);
     step_result sum;
     for (;;) {
-        auto r = co_await run_step(worker, market_id);
-        for (std::size_t retry = 0;
-             r.status == step_status::locked && retry < limits::settlement_step_lock_retries_max;
-             ++retry) {
-            r = co_await run_step(worker, market_id);
+        auto r = co_await step_counted(worker, market_id, -1, duty_percent, coordinator);
+        if (r.status == step_status::lanes) {
+            add_step(sum, std::move(r));
+            r = co_await run_lanes(worker, market_id, sum.lanes, duty_percent, coordinator,
+                                   held_since);
         }
-        count(*worker->metrics, r);
-        auto rest = std::chrono::microseconds(0);
-        if (r.status == step_status::batch) {
-            if (worker->pacing) {
-                caf::anon_send(coordinator, batched_atom::value, r.bets,
-                               static_cast<std::int64_t>(r.elapsed.count()));
-            }
-            rest = rest_after(*worker, r.elapsed, duty_percent);
-        }
+        const auto rest = r.rest;
         add_step(sum, std::move(r));
         const bool under_way =
             sum.status == step_status::started || sum.status == step_status::batch;
-        if (!under_way || worker->closed ||
-            (worker->markets_waiting.load(std::memory_order_relaxed) > 0 &&
-             std::chrono::steady_clock::now() - held_since >= hold)) {
+        if (!under_way || worker->closed || slot_wanted(*worker, held_since)) {
             sum.rest = rest;
             co_return sum;
         }
@@ -196,6 +302,7 @@ caf::behavior market_behavior(market_actor* self, std::int64_t market_id, caf::a
             switch (r.status) {
                 case step_status::started:
                 case step_status::batch:
+                case step_status::lanes:  // (steps_in_slot runs the lanes: not seen here)
                 case step_status::finished:
                     st.failures = 0;
                     if (r.status == step_status::finished) {

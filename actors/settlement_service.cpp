@@ -53,6 +53,9 @@ settlement_service::settlement_service(caf::actor_system& system, asio::any_io_e
         w->pacing = std::make_shared<detail::settlement_pacing>();
         w->pacing->batch_bets = g.batch_max;
     }
+    // The governor paces one chain of batches per market (its cost per bet, its floor): lanes
+    // only when it does not steer. An event started in lanes still finishes in them.
+    w->lanes = g.any_budget() ? 1 : std::max<std::int64_t>(1, st.lanes);
     detail::settlement_actor_settings s;
     s.worker = w;
     s.io = std::move(io);

@@ -22,7 +22,8 @@ constexpr bool is_status(step_status status, std::string_view code) {
 static_assert(is_status(step_status::idle, "idle") && is_status(step_status::gap, "gap") &&
               is_status(step_status::started, "started") &&
               is_status(step_status::fenced, "fenced") && is_status(step_status::batch, "batch") &&
-              is_status(step_status::finished, "finished"));
+              is_status(step_status::finished, "finished") &&
+              is_status(step_status::lanes, "lanes"));
 static_assert(db::codes::settle_status.size() == static_cast<std::size_t>(step_status::locked),
               "locked and failed are the engine's own, after the step's statuses");
 
@@ -42,8 +43,24 @@ step_result failed(std::string why) {
     return r;
 }
 
+// Runs the statement of a step of `market_id` (lane < 0) or of a batch of its lane `lane`. (Not
+// one conditional expression of the two co_awaits: GCC 12 destroyed its result twice.)
+asio::awaitable<db::outcome<db::settle_step_row>> step_query(db::connection& conn,
+                                                             const settlement_worker& w,
+                                                             std::int64_t market_id,
+                                                             std::int64_t lane,
+                                                             std::int64_t batch) {
+    if (lane < 0) {
+        co_return co_await db::settle_step(conn, market_id, batch, w.lock_timeout_ms, w.lanes,
+                                           w.query_timeout);
+    }
+    co_return co_await db::settle_lane(conn, market_id, lane, batch, w.lock_timeout_ms,
+                                       w.query_timeout);
+}
+
+// Runs a step of `market_id` (lane < 0) or a batch of its lane `lane`.
 asio::awaitable<step_result> step_once(std::shared_ptr<settlement_worker> worker,
-                                       std::int64_t market_id) {
+                                       std::int64_t market_id, std::int64_t lane) {
     settlement_worker& w = *worker;
     if (w.closed) {
         co_return failed("the settlement service is stopping");
@@ -62,8 +79,7 @@ asio::awaitable<step_result> step_once(std::shared_ptr<settlement_worker> worker
             batch = std::min(batch, governed);
         }
     }
-    auto row =
-        co_await db::settle_step(**conn, market_id, batch, w.lock_timeout_ms, w.query_timeout);
+    auto row = co_await step_query(**conn, w, market_id, lane, batch);
     const auto elapsed = std::chrono::duration_cast<std::chrono::microseconds>(
         std::chrono::steady_clock::now() - start);
     w.metrics->step_latency.record(elapsed);
@@ -86,8 +102,9 @@ asio::awaitable<step_result> step_once(std::shared_ptr<settlement_worker> worker
     r.kind = std::move(row->kind);
     r.bets = row->bets;
     r.effects = row->effects;
+    r.lanes = row->lanes;
     r.elapsed = elapsed;
-    if (r.status == step_status::finished) {
+    if (r.status == step_status::finished && lane < 0) {
         // Only for metrics and the log: a failure here changes nothing that was applied.
         auto read = co_await db::read_event_outcome(**conn, market_id, r.seq, w.query_timeout);
         if (read && *read) {
@@ -105,8 +122,19 @@ asio::awaitable<step_result> step_once(std::shared_ptr<settlement_worker> worker
 
 asio::awaitable<step_result> run_step(std::shared_ptr<settlement_worker> worker,
                                       std::int64_t market_id) {
-    auto r = co_await step_once(std::move(worker), market_id);
+    auto r = co_await step_once(std::move(worker), market_id, -1);
     r.steps[static_cast<std::size_t>(r.status)] = 1;
+    co_return r;
+}
+
+asio::awaitable<step_result> run_lane(std::shared_ptr<settlement_worker> worker,
+                                      std::int64_t market_id, std::int64_t lane) {
+    auto r = co_await step_once(std::move(worker), market_id, lane);
+    // A lane that is done is not an event finished: only its batches (and failures) count.
+    if (r.status == step_status::batch || r.status == step_status::locked ||
+        r.status == step_status::failed) {
+        r.steps[static_cast<std::size_t>(r.status)] = 1;
+    }
     co_return r;
 }
 

@@ -416,6 +416,12 @@ settlement_settings read_settlement(const reader& r, const pool_settings& pool) 
              ") must not exceed 'database.pools.settlement.size_max' (" +
              std::to_string(pool.size_max) + "): each batch holds one connection");
     }
+    st.lanes = r.integer("settlement.lanes", 1, limits::settlement_lanes_max);
+    if (static_cast<std::size_t>(st.lanes) > pool.size_max) {
+        fail("'settlement.lanes' (" + std::to_string(st.lanes) +
+             ") must not exceed 'database.pools.settlement.size_max' (" +
+             std::to_string(pool.size_max) + "): each lane holds one connection");
+    }
     st.lock_timeout_ms = r.timeout_ms("settlement.lock_timeout_ms");
     st.retry_delay_ms = r.timeout_ms("settlement.retry_delay_ms");
     st.poll_interval_ms = r.timeout_ms("settlement.poll_interval_ms");

@@ -11,7 +11,10 @@ namespace {
 // Each query returns one JSON document, built by PostgreSQL.
 constexpr const char* settlement_sql =
     "SELECT coalesce(jsonb_agg(m ORDER BY m.oldest_age_ms DESC), '[]'::jsonb)::text FROM ("
-    "  SELECT p.market_id, p.applied_seq, p.current_seq, p.checkpoint_bet_id, "
+    "  SELECT p.market_id, p.applied_seq, p.current_seq, p.checkpoint_bet_id, p.lanes, "
+    "         (SELECT jsonb_agg(jsonb_build_object('lane', l.lane, 'checkpoint_bet_id', "
+    "                 l.checkpoint_bet_id, 'done', l.done) ORDER BY l.lane) "
+    "          FROM settlement_lanes l WHERE l.market_id = p.market_id) AS lane_checkpoints, "
     "         count(e.result_event_id) AS pending_events, "
     "         (extract(epoch FROM now() - min(e.received_at)) * 1000)::bigint AS oldest_age_ms, "
     "         min(e.seq) > p.applied_seq + 1 AS waiting_for_gap "

@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+
 #include <string_view>
 
 namespace fulltime::db {
@@ -12,8 +14,13 @@ namespace {
 
 // One statement, its own transaction (autocommit): see db/functions/fulltime_settle_step.sql.
 constexpr const char* step_sql =
-    "SELECT status, seq, kind, bets, effects FROM fulltime_settle_step($1::bigint, "
-    "$2::integer, $3::integer)";
+    "SELECT status, seq, kind, bets, effects, lanes FROM fulltime_settle_step($1::bigint, "
+    "$2::integer, $3::integer, $4::integer)";
+
+// One batch of one lane: see db/functions/fulltime_settle_lane.sql.
+constexpr const char* lane_sql =
+    "SELECT status, seq, kind, bets, effects, 1 FROM fulltime_settle_lane($1::bigint, "
+    "$2::integer, $3::integer, $4::integer)";
 
 // Events past their market's applied_seq, per market; the join keeps the scan on the
 // (market_id, seq) index per market with progress.
@@ -35,34 +42,53 @@ T or_default(outcome<T> value, T fallback) {
     return value ? *value : fallback;
 }
 
+// Reads the one row of a step or a lane's batch; `what` names the function in errors.
+outcome<settle_step_row> step_row(const result& rows, std::string_view what) {
+    if (rows.rows() != 1) {
+        return failure{errc::bad_result,
+                       {},
+                       std::string(what) + " returned " + std::to_string(rows.rows()) + " rows"};
+    }
+    auto status = rows.get<std::string>(0, 0);
+    if (!status) {
+        return failure{errc::bad_result, {}, std::string(what) + " returned no status"};
+    }
+    settle_step_row r;
+    r.status = std::move(*status);
+    r.seq = or_default<std::int64_t>(rows.get<std::int64_t>(0, 1), 0);
+    r.kind = std::string(or_default<std::string_view>(rows.get<std::string_view>(0, 2), ""));
+    r.bets = or_default<std::int32_t>(rows.get<std::int32_t>(0, 3), 0);
+    r.effects = or_default<std::int32_t>(rows.get<std::int32_t>(0, 4), 0);
+    r.lanes = std::max<std::int32_t>(1, or_default<std::int32_t>(rows.get<std::int32_t>(0, 5), 1));
+    return r;
+}
+
 }  // namespace
 
 asio::awaitable<outcome<settle_step_row>> settle_step(connection& conn, std::int64_t market_id,
                                                       std::int64_t batch_bets_max,
                                                       std::int64_t lock_timeout_ms,
+                                                      std::int64_t lanes,
                                                       std::chrono::milliseconds timeout) {
-    auto rows =
-        co_await conn.query(step_sql, params(market_id, batch_bets_max, lock_timeout_ms), timeout);
+    auto rows = co_await conn.query(
+        step_sql, params(market_id, batch_bets_max, lock_timeout_ms, lanes), timeout);
     if (!rows) {
         co_return rows.error();
     }
-    if (rows->rows() != 1) {
-        co_return failure{
-            errc::bad_result,
-            {},
-            "fulltime_settle_step returned " + std::to_string(rows->rows()) + " rows"};
+    co_return step_row(*rows, "fulltime_settle_step");
+}
+
+asio::awaitable<outcome<settle_step_row>> settle_lane(connection& conn, std::int64_t market_id,
+                                                      std::int64_t lane,
+                                                      std::int64_t batch_bets_max,
+                                                      std::int64_t lock_timeout_ms,
+                                                      std::chrono::milliseconds timeout) {
+    auto rows = co_await conn.query(
+        lane_sql, params(market_id, lane, batch_bets_max, lock_timeout_ms), timeout);
+    if (!rows) {
+        co_return rows.error();
     }
-    auto status = rows->get<std::string>(0, 0);
-    if (!status) {
-        co_return failure{errc::bad_result, {}, "fulltime_settle_step returned no status"};
-    }
-    settle_step_row r;
-    r.status = std::move(*status);
-    r.seq = or_default<std::int64_t>(rows->get<std::int64_t>(0, 1), 0);
-    r.kind = std::string(or_default<std::string_view>(rows->get<std::string_view>(0, 2), ""));
-    r.bets = or_default<std::int32_t>(rows->get<std::int32_t>(0, 3), 0);
-    r.effects = or_default<std::int32_t>(rows->get<std::int32_t>(0, 4), 0);
-    co_return r;
+    co_return step_row(*rows, "fulltime_settle_lane");
 }
 
 asio::awaitable<outcome<std::optional<event_outcome>>> read_event_outcome(

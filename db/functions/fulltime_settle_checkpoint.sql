@@ -14,12 +14,7 @@ BEGIN
     UPDATE settlement_progress p
     SET checkpoint_bet_id = p_last_bet, event_effects = p.event_effects + p_effects,
         event_skipped = CASE WHEN p_skipped IS NULL THEN p.event_skipped
-                             ELSE (SELECT jsonb_object_agg(x.key, x.n)
-                                   FROM (SELECT c.key, sum(c.value::bigint) AS n
-                                         FROM (SELECT * FROM jsonb_each_text(p.event_skipped)
-                                               UNION ALL
-                                               SELECT * FROM jsonb_each_text(p_skipped)) c
-                                         GROUP BY c.key) x) END
+                             ELSE fulltime_skipped_add(p.event_skipped, p_skipped) END
     WHERE p.market_id = p_market_id;
 END;
 $$;

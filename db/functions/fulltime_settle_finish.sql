@@ -38,7 +38,7 @@ BEGIN
     WHERE e.result_event_id = p_event_id;
     UPDATE settlement_progress p
     SET applied_seq = p_seq, current_seq = NULL, checkpoint_bet_id = 0,
-        fence_xid = NULL, event_effects = 0, event_skipped = '{}',
+        fence_xid = NULL, event_effects = 0, event_skipped = '{}', lanes = 1,
         version = p.version + CASE WHEN p_kind = 'result' THEN 1 ELSE 0 END,
         effective_result_id = CASE p_kind
                                   WHEN 'result' THEN p_event_id

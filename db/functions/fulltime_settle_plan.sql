@@ -32,6 +32,8 @@ CREATE OR REPLACE FUNCTION fulltime_settle_plan(
     p_outcomes     jsonb,        -- ... the outcomes that settle (NULL: none) ...
     p_from         timestamptz,  -- ... and a cancel's window (NULL: open-ended)
     p_to           timestamptz,
+    p_lane         integer,      -- the lane (0 when the event is not settled in lanes) ...
+    p_lanes        integer,      -- ... of the event's lanes (1: every bet of the market)
     OUT batch      fulltime_settle_bet[],  -- every bet of the batch, in bet_id order (NULL: none)
     OUT skipped    jsonb)        -- the batch's skipped bets per code (NULL: none)
 LANGUAGE plpgsql
@@ -54,6 +56,7 @@ BEGIN
                bt.placed_at
         FROM bets bt
         WHERE bt.market_id = p_market_id AND bt.bet_id > p_after_bet_id
+          AND (p_lanes = 1 OR bt.account_id % p_lanes = p_lane)
         ORDER BY bt.bet_id
         LIMIT p_batch_size
     ),
@@ -76,16 +79,16 @@ BEGIN
             WHERE e.bet_id = b.bet_id AND e.placed_at = b.placed_at AND NOT e.reversal
             ORDER BY e.version DESC
             LIMIT 1) cur ON true
-        -- A LATERAL probe with LIMIT, not EXISTS: EXISTS was planned as a hashed subplan over
-        -- every settlement row of the event so far, which grew with each batch. It reads the
-        -- bet's newest row, one backward step on the primary key (bet_id, version, reversal):
-        -- the event being applied is the market's newest (events apply in seq order, one step
-        -- at a time under the progress row's lock), so a row it wrote for the bet (a reversal
-        -- of version v, an effect v + 1) is above every older row of the bet, and the bet has
-        -- a row of this event exactly when its newest row is one. No index on the event is
-        -- kept for the probe: every settled bet would pay its insert in the WAL (issue 11).
-        -- Every probe names the bet's placed_at, the partition key of bet_settlements
-        -- (migration 0005): it reads the one partition of the bet's period, not all of them.
+        -- A LATERAL probe with LIMIT, not EXISTS: EXISTS was planned as a hashed subplan over every
+        -- settlement row of the event so far, which grew with each batch. It reads the bet's newest
+        -- row, one backward step on the primary key (bet_id, version, reversal): the event being
+        -- applied is the market's newest (events apply in seq order, a bet's batches one at a time
+        -- under its progress or lane row's lock), so a row it wrote for the bet (a reversal of
+        -- version v, an effect v + 1) is above every older row of the bet, and the bet has a row of
+        -- this event exactly when its newest row is one. No index on the event is kept for the
+        -- probe: every settled bet would pay its insert in the WAL (issue 11). Every probe names
+        -- the bet's placed_at, the partition key of bet_settlements (migration 0005): it reads the
+        -- one partition of the bet's period, not all of them.
         LEFT JOIN LATERAL (
             SELECT x.result_event_id = p_event_id AS handled FROM bet_settlements x
             WHERE x.bet_id = b.bet_id AND x.placed_at = b.placed_at

@@ -255,6 +255,8 @@ inline constexpr std::int64_t idempotency_retention_s_max = 366LL * 24 * 3600;
 /// Upper bound on the configurable bets one settlement step settles (`settlement.batch_bets_max`):
 /// a step is one short transaction that holds its bets' and balances' locks until it commits.
 inline constexpr std::size_t settlement_batch_bets_max = 100'000;
+/// Upper bound on `settlement.lanes` (settlement_lanes.lane's CHECK, migration 0011).
+inline constexpr std::int64_t settlement_lanes_max = 64;
 /// Lock timeouts a market retries at once within the slot it holds before it gives the slot
 /// back and backs off: a short wait behind a placement should cost neither.
 inline constexpr std::size_t settlement_step_lock_retries_max = 3;

@@ -406,6 +406,141 @@ TEST_CASE("a market at a duty of 25 % rests three times each batch's time before
     e.check_money_invariants();
 }
 
+// Batches of 20 bets in 3 lanes, a connection each.
+void three_lanes_of_20(fulltime::config& cfg) {
+    cfg.settlement.batch_bets_max = 20;
+    cfg.settlement.lanes = 3;
+    cfg.database.settlement.size_max = 3;
+}
+
+TEST_CASE("an event of a large market settles in lanes, each bet once, its counts summed") {
+    // Batches of 20 in 3 lanes: a market of more than 60 bets is split by account (account_id
+    // % 3), each lane's batches on a connection of their own, side by side.
+    engine e(three_lanes_of_20);
+    constexpr int bets = 600;
+    e.add_market(1, {{11, 20000}, {12, 30000}});
+    e.fund(1, 40, 100000);
+    e.place_many(bets, 40, "lane-", "CASE WHEN g % 2 = 0 THEN 11 ELSE 12 END");
+    // A settlement_batch row per batch; in lanes, each row holds the accounts of one lane.
+    const std::string mixed_rows =
+        "SELECT count(*) FROM outbox o WHERE o.topic = 'settlement_batch' AND (SELECT "
+        "count(DISTINCT a::bigint % 3) FROM jsonb_array_elements_text(o.payload->'account_id') "
+        "a) > 1";
+    const std::string batch_rows = "SELECT count(*) FROM outbox WHERE topic = 'settlement_batch'";
+
+    REQUIRE(e.record(1, 1, "lr1", "result", wins(11)) == "stored");
+    REQUIRE(e.wait_applied(1, 1));
+    CHECK(e.scalar("SELECT count(*) FROM bet_settlements") == bets);
+    CHECK(e.scalar("SELECT count(*) FROM bet_settlements WHERE outcome = 'won' AND payout = 200") ==
+          bets / 2);
+    CHECK(e.scalar(batch_rows) >= bets / 20);
+    CHECK(e.scalar(mixed_rows) == 0);
+    // The lanes' rows go with the event; the progress row is back to one lane.
+    CHECK(e.scalar("SELECT count(*) FROM settlement_lanes") == 0);
+    CHECK(e.scalar("SELECT lanes FROM settlement_progress WHERE market_id = 1") == 1);
+    CHECK(e.settlement_metrics().bets.value() == static_cast<std::uint64_t>(bets));
+    CHECK(e.settlement_metrics().steps_finished.value() == 1);
+    e.check_money_invariants();
+
+    // A correction: every winner reversed, the other half paid, in lanes again.
+    REQUIRE(e.record(1, 2, "lr2", "result", wins(12)) == "stored");
+    REQUIRE(e.wait_applied(1, 2));
+    CHECK(e.scalar("SELECT count(*) FROM bet_settlements") == 3 * bets);
+    CHECK(e.scalar("SELECT count(*) FROM bet_settlements WHERE version = 2 AND outcome = 'won' "
+                   "AND payout = 300") == bets / 2);
+    CHECK(e.scalar(mixed_rows) == 0);
+    e.check_money_invariants();
+
+    // Every bet cancelled, then a result for them: each lane skips its bets, and the event's
+    // counts are the lanes' summed (one refusal for the whole event).
+    REQUIRE(e.record(1, 3, "lc3", "cancel", "{}") == "stored");
+    REQUIRE(e.wait_applied(1, 3));
+    REQUIRE(e.record(1, 4, "lr4", "result", wins(11)) == "stored");
+    REQUIRE(e.wait_applied(1, 4));
+    CHECK(e.text("SELECT skipped::text || ' ' || refusal FROM result_events WHERE seq = 4") ==
+          R"({"bet_cancelled": 600} bet_cancelled)");
+    CHECK(e.scalar("SELECT count(*) FROM bets b WHERE b.market_id = 1 AND NOT EXISTS (SELECT 1 "
+                   "FROM bet_settlements s WHERE s.bet_id = b.bet_id AND s.kind = 'cancel')") == 0);
+    CHECK(e.settlement_metrics().steps_finished.value() == 4);
+    e.check_money_invariants();
+}
+
+TEST_CASE("a small market settles in one lane whatever the lanes") {
+    engine e(three_lanes_of_20);
+    e.add_market(1, {{11, 20000}});
+    e.fund(1, 40, 100000);
+    // 60 bets: no more than a batch per lane.
+    e.place_many(60, 40, "one-", "11");
+    REQUIRE(e.record(1, 1, "o1", "result", wins(11)) == "stored");
+    REQUIRE(e.wait_applied(1, 1));
+    CHECK(e.scalar("SELECT count(*) FROM bet_settlements WHERE payout = 200") == 60);
+    // Batches of consecutive bets, over every account.
+    CHECK(e.scalar("SELECT count(*) FROM outbox WHERE topic = 'settlement_batch'") == 3);
+    e.check_money_invariants();
+}
+
+TEST_CASE("an event started in lanes finishes in them, its lanes called in any order, again") {
+    // The SQL alone (no settlement actors): what any client of fulltime_settle_step and
+    // fulltime_settle_lane may do, in an order the engine never uses.
+    fulltime::test::engine e({}, fulltime::test::use_batch_database);
+    e.add_market(1, {{11, 20000}, {12, 20000}});
+    e.fund(1, 30, 100000);
+    e.exec(
+        "SELECT count(*) FROM (SELECT (fulltime_place((g % 30) + 1, 'sql-' || g, 'fp', "
+        "CASE WHEN g % 2 = 0 THEN 11 ELSE 12 END, 100, 2, 0, 'any', 1000, 0)).outcome "
+        "FROM generate_series(0, 99) g) x");
+    REQUIRE(e.text("SELECT outcome FROM fulltime_record_result(1, 1, 'sql-r1', 'result', '" +
+                   wins(11) + "'::jsonb, 'test')") == "stored");
+    const auto step = [&e](int lanes) {
+        return e.text("SELECT status || ' ' || lanes FROM fulltime_settle_step(1, 10, 200, " +
+                      std::to_string(lanes) + ")");
+    };
+    const auto lane = [&e](int n) {
+        return e.text("SELECT status || ' ' || bets FROM fulltime_settle_lane(1, " +
+                      std::to_string(n) + ", 10, 200)");
+    };
+    // 100 bets, more than 3 lanes of 10: the event starts in 3 lanes.
+    REQUIRE(step(3) == "started 3");
+    CHECK(e.scalar("SELECT count(*) FROM settlement_lanes WHERE market_id = 1 AND seq = 1") == 3);
+    // Before the market's step has passed the fence, a lane settles nothing.
+    CHECK(lane(0) == "idle 0");
+    std::string status = step(3);
+    for (int i = 0; i < 200 && status == "fenced 3"; ++i) {
+        std::this_thread::sleep_for(5ms);
+        status = step(3);
+    }
+    REQUIRE(status == "lanes 3");
+    CHECK(e.scalar("SELECT count(*) FROM settlement_progress WHERE market_id = 1 AND fence_xid "
+                   "IS NULL") == 1);
+    // One batch of lane 2: ten bets, each of an account with account_id % 3 = 2.
+    CHECK(lane(2) == "batch 10");
+    CHECK(e.scalar("SELECT count(*) FROM bet_settlements s JOIN bets b USING (bet_id) WHERE "
+                   "b.account_id % 3 <> 2") == 0);
+    // The count is the event's: asked with another one, the step answers with the event's.
+    CHECK(step(1) == "lanes 3");
+    CHECK(lane(3) == "idle 0");
+    // Lanes 1, 0 and 2 to the end, in that order; a lane that is done stays done.
+    for (const int n : {1, 0, 2}) {
+        std::string r;
+        for (int i = 0; i < 20 && (r = lane(n)) != "finished 0"; ++i) {
+        }
+        CHECK(r == "finished 0");
+        CHECK(lane(n) == "finished 0");
+        CHECK(e.scalar("SELECT count(*) FROM settlement_lanes WHERE lane = " + std::to_string(n) +
+                       " AND done") == 1);
+    }
+    CHECK(e.scalar("SELECT count(*) FROM bet_settlements") == 100);
+    CHECK(e.scalar("SELECT count(*) FROM result_events WHERE applied_at IS NOT NULL") == 0);
+    CHECK(step(3) == "finished 3");
+    CHECK(e.scalar("SELECT applied_seq FROM settlement_progress WHERE market_id = 1") == 1);
+    CHECK(e.scalar("SELECT count(*) FROM settlement_lanes") == 0);
+    CHECK(step(3) == "idle 1");
+    CHECK(lane(0) == "idle 0");
+    CHECK(e.scalar("SELECT count(*) FROM bet_settlements WHERE payout = 200") == 50);
+    CHECK(e.scalar("SELECT count(*) FROM bet_settlements WHERE payout = 0") == 50);
+    e.check_money_invariants();
+}
+
 TEST_CASE("taking back winnings already withdrawn records a debt that a later credit repays") {
     engine e;
     e.add_market(1, {{11, 30000}, {12, 15000}});

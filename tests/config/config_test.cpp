@@ -121,6 +121,9 @@ TEST_CASE("unknown keys, wrong types and bad values are one-line errors") {
                 "'settlement.duty_percent' must be between 1 and 100");
     check_error(R"({"settlement":{"batches_in_flight":9}})",
                 "'settlement.batches_in_flight' (9) must not exceed");
+    check_error(R"({"settlement":{"lanes":0}})", "'settlement.lanes' must be between 1 and 64");
+    check_error(R"({"settlement":{"lanes":5}})",
+                "'settlement.lanes' (5) must not exceed 'database.pools.settlement.size_max' (4)");
 }
 
 TEST_CASE("database.prepared_statements: on by default, off by file or environment") {
@@ -145,6 +148,7 @@ TEST_CASE("settlement defaults: batches in flight follow the settlement pool") {
     const auto cfg = load_config(std::nullopt, {});
     CHECK(cfg.settlement.batch_bets_max == 500);
     CHECK(cfg.settlement.duty_percent == 100);
+    CHECK(cfg.settlement.lanes == 2);
     CHECK(cfg.settlement.batches_in_flight == cfg.database.settlement.size_max);
     const auto sized =
         load_config(std::nullopt, {{"FULLTIME_DATABASE_POOLS_SETTLEMENT_SIZE_MAX", "6"}});

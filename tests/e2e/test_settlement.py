@@ -252,12 +252,14 @@ class SettlementTest(EngineTestCase):
             self.assertEqual(status, 200, body)
             # Kill once some batches committed and others have not (governed: once the governor
             # has cut down to its floor, which it does within its first few windows of batches).
+            # (Counted in settlement rows: in lanes each lane has its own checkpoint.)
             until = time.monotonic() + 60
             while time.monotonic() < until:
-                seq, checkpoint = self.applied_seq()
+                seq, _ = self.applied_seq()
+                settled = self.sql("SELECT count(*) FROM bet_settlements")[0][0]
                 if governed:
                     seen.append(self.governor_gauges(engine))
-                if seq == 0 and checkpoint >= 2000 and (
+                if seq == 0 and settled >= 2000 and (
                         not governed or any(g["floored"] == 1 for g in seen)):
                     break
                 time.sleep(0.01)
@@ -274,8 +276,14 @@ class SettlementTest(EngineTestCase):
             self.assertTrue(any(g["batch_bets"] < 200 for g in seen), seen[-3:])
             self.assertTrue(any(g["pause_seconds"] > 0 for g in seen), seen[-3:])
             self.assertTrue(any(g["floored"] == 1 for g in seen), seen[-3:])
-        seq, checkpoint = self.applied_seq()
+        seq, _ = self.applied_seq()
         self.assertEqual(seq, 0, "settlement finished before the kill: make the market larger")
+        # Ungoverned, the event was settled in the shipped settlement.lanes (2), each lane on its
+        # own checkpoint; the governor steers one chain of batches.
+        self.assertEqual(self.sql("SELECT lanes FROM settlement_progress WHERE market_id = 100")
+                         [0][0], 1 if governed else 2)
+        self.assertEqual(self.sql("SELECT count(*) FROM settlement_lanes")[0][0],
+                         0 if governed else 2)
         settled_before = self.sql("SELECT count(*) FROM bet_settlements")[0][0]
         self.assertGreater(settled_before, 0)
         self.assertLess(settled_before, bets)

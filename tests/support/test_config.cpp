@@ -35,6 +35,7 @@ config test_config(const std::string& database_url) {
 
     cfg.settlement.batch_bets_max = 100;
     cfg.settlement.batches_in_flight = 2;
+    cfg.settlement.lanes = 2;
     cfg.settlement.lock_timeout_ms = 200;
     cfg.settlement.retry_delay_ms = 10;
     cfg.settlement.poll_interval_ms = 200;

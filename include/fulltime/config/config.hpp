@@ -105,6 +105,9 @@ struct placement_settings {
 struct settlement_settings {
     std::size_t batch_bets_max = 0;     ///< bets settled per batch transaction, at most
     std::size_t batches_in_flight = 0;  ///< batch transactions at once, over all markets
+    /// Lanes one large event is settled in side by side, each a connection of the settlement
+    /// pool (fulltime_settle_lane); 1 while the governor steers.
+    std::int64_t lanes = 1;
     std::int64_t lock_timeout_ms = 0;   ///< SET LOCAL lock_timeout of a batch; a timeout retries
     std::int64_t retry_delay_ms = 0;    ///< pause before retrying a failed or fenced step
     std::int64_t poll_interval_ms = 0;  ///< scan for markets with unapplied events

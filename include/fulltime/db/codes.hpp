@@ -12,9 +12,10 @@
 namespace fulltime::db::codes {
 
 /// Lists the statuses of fulltime_settle_step: idle (nothing to apply), gap (the next event by
-/// seq is missing), started, fenced (an older transaction still runs), batch, finished.
-inline constexpr std::array<std::string_view, 6> settle_status = {"idle",   "gap",   "started",
-                                                                  "fenced", "batch", "finished"};
+/// seq is missing), started, fenced (an older transaction still runs), batch, finished, lanes
+/// (the event is settled in lanes, fulltime_settle_lane, not all done yet).
+inline constexpr std::array<std::string_view, 7> settle_status = {
+    "idle", "gap", "started", "fenced", "batch", "finished", "lanes"};
 
 /// Lists why an applied event did nothing to one bet (its terminal state): the keys of
 /// result_events.skipped.
