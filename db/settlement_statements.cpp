@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include <string_view>
+#include <utility>
 
 namespace fulltime::db {
 
@@ -63,6 +64,18 @@ outcome<settle_step_row> step_row(const result& rows, std::string_view what) {
     return r;
 }
 
+// Runs a step's or a lane batch's statement and reads its one row.
+asio::awaitable<outcome<settle_step_row>> step_statement(connection& conn, const char* sql,
+                                                         params args,
+                                                         std::chrono::milliseconds timeout,
+                                                         std::string_view what) {
+    auto rows = co_await conn.query(sql, std::move(args), timeout);
+    if (!rows) {
+        co_return rows.error();
+    }
+    co_return step_row(*rows, what);
+}
+
 }  // namespace
 
 asio::awaitable<outcome<settle_step_row>> settle_step(connection& conn, std::int64_t market_id,
@@ -70,12 +83,9 @@ asio::awaitable<outcome<settle_step_row>> settle_step(connection& conn, std::int
                                                       std::int64_t lock_timeout_ms,
                                                       std::int64_t lanes,
                                                       std::chrono::milliseconds timeout) {
-    auto rows = co_await conn.query(
-        step_sql, params(market_id, batch_bets_max, lock_timeout_ms, lanes), timeout);
-    if (!rows) {
-        co_return rows.error();
-    }
-    co_return step_row(*rows, "fulltime_settle_step");
+    co_return co_await step_statement(conn, step_sql,
+                                      params(market_id, batch_bets_max, lock_timeout_ms, lanes),
+                                      timeout, "fulltime_settle_step");
 }
 
 asio::awaitable<outcome<settle_step_row>> settle_lane(connection& conn, std::int64_t market_id,
@@ -83,12 +93,9 @@ asio::awaitable<outcome<settle_step_row>> settle_lane(connection& conn, std::int
                                                       std::int64_t batch_bets_max,
                                                       std::int64_t lock_timeout_ms,
                                                       std::chrono::milliseconds timeout) {
-    auto rows = co_await conn.query(
-        lane_sql, params(market_id, lane, batch_bets_max, lock_timeout_ms), timeout);
-    if (!rows) {
-        co_return rows.error();
-    }
-    co_return step_row(*rows, "fulltime_settle_lane");
+    co_return co_await step_statement(conn, lane_sql,
+                                      params(market_id, lane, batch_bets_max, lock_timeout_ms),
+                                      timeout, "fulltime_settle_lane");
 }
 
 asio::awaitable<outcome<std::optional<event_outcome>>> read_event_outcome(

@@ -171,11 +171,9 @@ BEGIN
             status := 'lanes';
             RETURN;
         END IF;
-        SELECT coalesce(jsonb_object_agg(k.key, k.n), '{}'::jsonb) INTO v_progress.event_skipped
-        FROM (SELECT x.key, sum(x.value::bigint) AS n
-              FROM settlement_lanes l, jsonb_each_text(l.skipped) x
-              WHERE l.market_id = p_market_id
-              GROUP BY x.key) k;
+        v_progress.event_skipped := fulltime_skipped_add(VARIADIC (
+            SELECT array_agg(l.skipped) FROM settlement_lanes l
+            WHERE l.market_id = p_market_id));
         PERFORM fulltime_settle_finish(p_market_id, v_event.result_event_id, v_event.seq,
                                        v_event.kind, v_progress.event_effects,
                                        v_progress.event_skipped);

@@ -474,8 +474,12 @@ TEST_CASE("a small market settles in one lane whatever the lanes") {
     REQUIRE(e.record(1, 1, "o1", "result", wins(11)) == "stored");
     REQUIRE(e.wait_applied(1, 1));
     CHECK(e.scalar("SELECT count(*) FROM bet_settlements WHERE payout = 200") == 60);
-    // Batches of consecutive bets, over every account.
+    // Batches of consecutive bets, each over accounts of every lane's residue (in 3 lanes each
+    // row would hold one).
     CHECK(e.scalar("SELECT count(*) FROM outbox WHERE topic = 'settlement_batch'") == 3);
+    CHECK(e.scalar("SELECT count(*) FROM outbox o WHERE o.topic = 'settlement_batch' AND (SELECT "
+                   "count(DISTINCT a::bigint % 3) FROM jsonb_array_elements_text("
+                   "o.payload->'account_id') a) = 3") == 3);
     e.check_money_invariants();
 }
 

@@ -263,6 +263,18 @@ class SettlementTest(EngineTestCase):
                         not governed or any(g["floored"] == 1 for g in seen)):
                     break
                 time.sleep(0.01)
+            if not governed:
+                # The operator sees how far each lane got.
+                status, body = engine.get_json("/v1/diagnostics",
+                                               {"Authorization": "Bearer " + self.admin})
+                self.assertEqual(status, 200, body)
+                market = [m for m in body["settlement"]["markets"] if m["market_id"] == 100]
+                self.assertEqual(len(market), 1, body["settlement"])
+                self.assertEqual(market[0]["lanes"], 2, market)
+                self.assertEqual([lane["lane"] for lane in market[0]["lane_checkpoints"]],
+                                 [0, 1], market)
+                self.assertTrue(any(lane["checkpoint_bet_id"] > 0
+                                    for lane in market[0]["lane_checkpoints"]), market)
             engine.stop(signal.SIGKILL)
         finally:
             if load is not None:
