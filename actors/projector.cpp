@@ -2,6 +2,7 @@
 
 #include "fulltime/core/log.hpp"
 #include "fulltime/core/metrics.hpp"
+#include "fulltime/core/projector_yield.hpp"
 #include "fulltime/db/pool.hpp"
 #include "fulltime/db/projection_statements.hpp"
 
@@ -35,11 +36,15 @@ projector_metrics::projector_metrics(metrics::registry& registry)
                                      "Projector pages that failed and were retried.")),
       caught_up(registry.make_gauge(
           "fulltime_projector_caught_up",
-          "1 when the projector's last page reached the end of the finished transactions.")) {}
+          "1 when the projector's last page reached the end of the finished transactions.")),
+      yielding(registry.make_gauge(
+          "fulltime_projector_yielding",
+          "1 while the projector leaves its pages to a settlement (read.projector_yield_ms).")) {}
 
 asio::awaitable<void> run_projector(db::pool& pool, read_settings settings,
                                     projector_metrics& metrics,
-                                    std::shared_ptr<const std::atomic<bool>> stopped) {
+                                    std::shared_ptr<const std::atomic<bool>> stopped,
+                                    std::function<bool()> settling) {
     asio::steady_timer timer(co_await asio::this_coro::executor);
     const auto pause = [&timer](std::chrono::milliseconds d) -> asio::awaitable<void> {
         timer.expires_after(d);
@@ -48,7 +53,16 @@ asio::awaitable<void> run_projector(db::pool& pool, read_settings settings,
     };
     const auto rows_max = static_cast<std::int64_t>(settings.projector_page_rows_max);
     const std::chrono::milliseconds idle{settings.projector_interval_ms};
+    reads::projector_yield yield{std::chrono::milliseconds(settings.projector_yield_ms)};
     while (!stopped->load()) {
+        // Settlement first, for a while: asked again every `idle`, without a connection.
+        const bool waits =
+            yield.yields(settling && settling(), reads::projector_yield::clock::now());
+        metrics.yielding.set(waits ? 1 : 0);
+        if (waits) {
+            co_await pause(idle);
+            continue;
+        }
         // The connection is borrowed per round, not held: the background pool is small and
         // shared (the keeper, the sweeper, reconciliation, the push loop, diagnostics).
         auto conn = co_await pool.acquire();
@@ -75,6 +89,9 @@ asio::awaitable<void> run_projector(db::pool& pool, read_settings settings,
             // cursor; wait as if caught up rather than ask again at once.
             caught_up = step->caught_up || step->rows == 0;
             metrics.caught_up.set(caught_up ? 1 : 0);
+        }
+        if (caught_up) {
+            yield.caught_up();
         }
         *conn = db::pooled_connection{};
         if (failed) {

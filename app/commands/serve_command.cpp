@@ -300,7 +300,10 @@ int serve_command(const config& given) {
     }
     if (cfg.read.projector_interval_ms > 0) {
         boost::asio::co_spawn(
-            ioc, actors::run_projector(*pools.background, cfg.read, projector_metrics, reads_stop),
+            ioc,
+            actors::run_projector(
+                *pools.background, cfg.read, projector_metrics, reads_stop,
+                [&settlement_metrics] { return settlement_metrics.batches_running.value() > 0; }),
             boost::asio::detached);
     }
 

@@ -3,7 +3,8 @@ sent on the feed (WebSocket and POST), duplicates acknowledged and ignored, bet_
 a connected bettor, and the engine killed (SIGKILL) in the middle of settling a large market,
 then restarted: settlement completes and every bet is settled exactly once, with the settlement
 governor off and with it steering (placements kept over its budget, so it cuts batches and
-pauses down to its floor). Money invariants after each scenario."""
+pauses down to its floor). The read model's projector leaving the database to a settlement for
+at most read.projector_yield_ms, then catching up. Money invariants after each scenario."""
 
 import asyncio
 import json
@@ -14,6 +15,7 @@ import time
 import unittest
 import urllib.request
 
+import psycopg
 import websockets.client
 
 from fixtures import HOME_WINS, MARKET, OTHER_MARKET
@@ -129,6 +131,72 @@ class SettlementTest(EngineTestCase):
                "FULLTIME_SETTLEMENT_PLACEMENT_WINDOW_MS": "300",
                "FULLTIME_SETTLEMENT_MIN_BETS_PER_S": "250"}
         self.sigkill_scenario(env, governed=True)
+
+    def test_the_projector_leaves_the_database_to_settlement_for_at_most_its_yield(self):
+        # Batches paced to a tenth of a backend (the market keeps its slot through the rests), so
+        # that settling 10,000 bets outlasts the projector's 2 s yield several times over.
+        env = {**self.env, "FULLTIME_READ_PROJECTOR_YIELD_MS": "2000",
+               "FULLTIME_SETTLEMENT_DUTY_PERCENT": "10"}
+        bets = 10000
+        engine = Engine(env)
+        try:
+            engine.wait_ready()
+            self.seed_bets(engine, bets)
+            # Nothing settles yet: the projector brings the placements into the read model.
+            until = time.monotonic() + 120
+            while time.monotonic() < until and self.projected(100)[0] < bets:
+                time.sleep(0.05)
+            self.assertEqual(self.projected(100), (bets, 0))
+            self.assertEqual(self.projector_yielding(engine), 0)
+
+            status, body = engine.post_json("/v1/feed", HOME_WINS, self.producer)
+            self.assertEqual(status, 200, body)
+            lagged = caught_up_while_settling = False
+            until = time.monotonic() + 300
+            while time.monotonic() < until:
+                yielding = self.projector_yielding(engine)
+                settled = self.sql("SELECT count(*) FROM bet_settlements")[0][0]
+                shown = self.projected(100)[1]
+                if self.applied_seq()[0] >= 1:
+                    break
+                # It left the settled bets to later while settlement ran (a batch's worth and
+                # more) ...
+                lagged = lagged or (yielding == 1 and settled - shown >= 200)
+                # ... and, settlement still running, caught up once its yield was spent.
+                caught_up_while_settling = caught_up_while_settling or (lagged and shown > 0)
+                time.sleep(0.05)
+            self.assertEqual(self.applied_seq()[0], 1, engine.log())
+            self.assertTrue(lagged, "the read model kept up with settlement: no yield seen")
+            self.assertTrue(caught_up_while_settling,
+                            "the read model showed no settled bet until settlement ended")
+            # Settlement over: the projector stops yielding and catches up in full.
+            until = time.monotonic() + 120
+            while time.monotonic() < until and self.projected(100)[1] < bets:
+                time.sleep(0.05)
+            self.assertEqual(self.projected(100), (bets, bets))
+            self.assertEqual(self.projector_yielding(engine), 0)
+            # And it is the write tables' account of every bet (the audit's check of the model).
+            with psycopg.connect(self.db_url) as conn:
+                conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+                mismatches = conn.execute(
+                    "SELECT * FROM fulltime_project_verify('projector')").fetchall()
+            self.assertEqual(mismatches, [])
+        finally:
+            self.assertEqual(engine.stop(), 0, engine.log())
+        assert_money_invariants(self, self.db_url)
+
+    def projected(self, market_id):
+        """The read model's bets and settled bets on a market."""
+        rows = self.sql("SELECT coalesce(sum(bets), 0), coalesce(sum(settled_bets), 0) "
+                        "FROM market_views WHERE market_id = %s", market_id)
+        return (int(rows[0][0]), int(rows[0][1]))
+
+    def projector_yielding(self, engine):
+        with urllib.request.urlopen(engine.url("/metrics"), timeout=10) as r:
+            text = r.read().decode()
+        found = re.search(r"^fulltime_projector_yielding (-?[0-9.e+]+)$", text, re.MULTILINE)
+        self.assertIsNotNone(found, "no fulltime_projector_yielding in /metrics")
+        return float(found.group(1))
 
     def governor_gauges(self, engine):
         with urllib.request.urlopen(engine.url("/metrics"), timeout=10) as r:

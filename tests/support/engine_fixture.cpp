@@ -211,7 +211,11 @@ engine::engine(const engine_parts& parts, const std::function<void(config&)>& co
                 m.projector_metrics = std::make_unique<actors::projector_metrics>(m.registry);
                 asio::co_spawn(m.ioc,
                                actors::run_projector(*m.pools.background, m.cfg.read,
-                                                     *m.projector_metrics, m.reads_stop),
+                                                     *m.projector_metrics, m.reads_stop,
+                                                     [s = m.settlement_metrics.get()] {
+                                                         return s != nullptr &&
+                                                                s->batches_running.value() > 0;
+                                                     }),
                                asio::detached);
                 asio::co_spawn(m.ioc, m.reads->sample(m.reads_stop), asio::detached);
             }

@@ -219,6 +219,9 @@ struct read_settings {
     std::int64_t projector_interval_ms = 0;
     std::size_t projector_page_rows_max = 0;
     std::string projector_consumer;
+    /// The longest the projector leaves its pages to a settlement that holds a slot before it
+    /// catches up (0: it never does).
+    std::int64_t projector_yield_ms = 0;
 };
 
 struct config {
