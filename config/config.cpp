@@ -528,10 +528,10 @@ read_settings read_reads(const reader& r) {
     s.projector_page_rows_max = r.size("read.projector_page_rows_max", 1,
                                        static_cast<std::size_t>(limits::projection_page_rows_max));
     s.projector_consumer = r.string("read.projector_consumer", false);
-    s.projector_yield_ms = r.integer("read.projector_yield_ms", 0, limits::timeout_ms_max);
     if (s.projector_consumer.empty() || s.projector_consumer.size() > 64) {
         fail("'read.projector_consumer' must be 1 to 64 characters");
     }
+    s.projector_yield_ms = r.integer("read.projector_yield_ms", 0, limits::timeout_ms_max);
     return s;
 }
 

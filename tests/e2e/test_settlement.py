@@ -13,7 +13,6 @@ import signal
 import subprocess
 import time
 import unittest
-import urllib.request
 
 import psycopg
 import websockets.client
@@ -191,19 +190,21 @@ class SettlementTest(EngineTestCase):
                         "FROM market_views WHERE market_id = %s", market_id)
         return (int(rows[0][0]), int(rows[0][1]))
 
+    def metrics_text(self, engine):
+        status, text = engine.get("/metrics")
+        self.assertEqual(status, 200, text)
+        return text
+
     def projector_yielding(self, engine):
-        with urllib.request.urlopen(engine.url("/metrics"), timeout=10) as r:
-            text = r.read().decode()
-        found = re.search(r"^fulltime_projector_yielding (-?[0-9.e+]+)$", text, re.MULTILINE)
+        found = re.search(r"^fulltime_projector_yielding (-?[0-9.e+]+)$",
+                          self.metrics_text(engine), re.MULTILINE)
         self.assertIsNotNone(found, "no fulltime_projector_yielding in /metrics")
         return float(found.group(1))
 
     def governor_gauges(self, engine):
-        with urllib.request.urlopen(engine.url("/metrics"), timeout=10) as r:
-            text = r.read().decode()
         return {m.group(1): float(m.group(2)) for m in
-                re.finditer(r"^fulltime_settlement_governor_([a-z_0-9]+) (-?[0-9.e+]+)$", text,
-                            re.MULTILINE)}
+                re.finditer(r"^fulltime_settlement_governor_([a-z_0-9]+) (-?[0-9.e+]+)$",
+                            self.metrics_text(engine), re.MULTILINE)}
 
     def seed_bets(self, engine, bets):
         """Opens accounts 1 to 200 and places `bets` bets on MARKET, alternating its two
