@@ -90,7 +90,11 @@ BEGIN
     -- read.projector_interval_ms; each such page's own transaction id would also move the next
     -- page's xmin, so the horizon's update would write again at every poll. A reader's own write
     -- always left an outbox row, and the page that applies it moves the horizon past it, so an
-    -- idle horizon that stays put hides nothing from anyone.
+    -- idle horizon that stays put hides nothing from anyone. Except when that page was full:
+    -- its horizon is its last row's transaction (more of it may follow), so the horizon is
+    -- still at the cursor, and the reader who wrote that transaction would wait for it until
+    -- someone else wrote. Then the page below runs once, finds nothing and moves the horizon
+    -- past the cursor; the polls after it answer here again.
     SELECT c.last_xact_id, c.last_outbox_id INTO v_after_xact, v_after_id
     FROM outbox_cursors c
     WHERE c.consumer = p_consumer;
@@ -98,10 +102,13 @@ BEGIN
         SELECT 1 FROM outbox o
         WHERE (o.xact_id, o.outbox_id) > (v_after_xact, v_after_id)
           AND o.xact_id < pg_snapshot_xmin(pg_current_snapshot())) THEN
-        rows := 0;
-        caught_up := true;
-        SELECT p.consumed_below INTO consumed_below FROM projections p WHERE p.name = p_consumer;
-        RETURN;
+        SELECT p.consumed_below INTO v_below FROM projections p WHERE p.name = p_consumer;
+        IF v_below > v_after_xact THEN
+            rows := 0;
+            caught_up := true;
+            consumed_below := v_below;
+            RETURN;
+        END IF;
     END IF;
 
     SELECT c.last_xact_id, c.last_outbox_id INTO v_after_xact, v_after_id
