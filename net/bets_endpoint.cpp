@@ -105,10 +105,12 @@ asio::awaitable<json> handle_balance(bets_endpoint_services s, const request_con
 }
 
 // One page of the read model, once its projector has passed `xid` (the account's last write; 0:
-// none): nullopt when it did not within ryw_wait, and the page must come from the write tables.
+// none): nullopt when it did not within ryw_wait, or has not and is yielding to a settlement
+// (`yielding`, this engine's projector's gauge; nullptr: none runs here), and the page must come
+// from the write tables.
 asio::awaitable<db::outcome<std::optional<bets::bets_page>>> read_model_page(
     db::connection& conn, const read_settings& settings, bets::bets_request request,
-    std::uint64_t xid) {
+    std::uint64_t xid, const metrics::gauge* yielding) {
     if (xid != 0) {
         const auto deadline =
             std::chrono::steady_clock::now() + std::chrono::milliseconds(settings.ryw_wait_ms);
@@ -121,7 +123,8 @@ asio::awaitable<db::outcome<std::optional<bets::bets_page>>> read_model_page(
             if (*passed) {
                 break;
             }
-            if (std::chrono::steady_clock::now() >= deadline) {
+            if (std::chrono::steady_clock::now() >= deadline ||
+                (yielding != nullptr && yielding->value() != 0)) {
                 co_return std::optional<bets::bets_page>{};
             }
             timer.expires_after(std::chrono::milliseconds(limits::read_ryw_poll_ms));
@@ -152,9 +155,11 @@ asio::awaitable<json> handle_bets(bets_endpoint_services s, const request_contex
         const db::read_need need{std::chrono::milliseconds(s.reads_settings.bets_staleness_ms), 0};
         const std::uint64_t xid = own_writes(s, context).xid;
         const read_settings settings = s.reads_settings;
-        auto projected = co_await s.reads->run(need, [&settings, r, xid](db::connection& conn) {
-            return read_model_page(conn, settings, r, xid);
-        });
+        const metrics::gauge* yielding = s.projector_yielding;
+        auto projected =
+            co_await s.reads->run(need, [&settings, r, xid, yielding](db::connection& conn) {
+                return read_model_page(conn, settings, r, xid, yielding);
+            });
         if (!projected) {
             page = projected.error();
         } else if (*projected) {

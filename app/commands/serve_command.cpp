@@ -243,10 +243,13 @@ int serve_command(const config& given) {
     auto& reads_behind = registry.make_counter(
         "fulltime_reads_behind_own_write_total",
         "bets reads answered from the write tables because the read model had not yet caught up "
-        "with the account's own placement within read.ryw_wait_ms.");
+        "with the account's own placement within read.ryw_wait_ms, or while the projector "
+        "yielded to a settlement.");
     actors::projector_metrics projector_metrics(registry);
-    net::add_bets_handlers(services.bets,
-                           {&placement, &placement_metrics, &reads, cfg.read, &reads_behind});
+    net::add_bets_handlers(
+        services.bets,
+        {&placement, &placement_metrics, &reads, cfg.read, &reads_behind,
+         cfg.read.projector_interval_ms > 0 ? &projector_metrics.yielding : nullptr});
     // A stored result event wakes its market's settlement actor at once (the periodic scan is
     // the safety net).
     auto feed = net::make_feed_endpoint(

@@ -4,7 +4,8 @@ a connected bettor, and the engine killed (SIGKILL) in the middle of settling a 
 then restarted: settlement completes and every bet is settled exactly once, with the settlement
 governor off and with it steering (placements kept over its budget, so it cuts batches and
 pauses down to its floor). The read model's projector leaving the database to a settlement for
-at most read.projector_yield_ms, then catching up. Money invariants after each scenario."""
+at most read.projector_yield_ms, then catching up, and a bettor's read of their own placement
+answered from the write tables meanwhile. Money invariants after each scenario."""
 
 import asyncio
 import json
@@ -183,6 +184,67 @@ class SettlementTest(EngineTestCase):
         finally:
             self.assertEqual(engine.stop(), 0, engine.log())
         assert_money_invariants(self, self.db_url)
+
+    def test_a_read_of_its_own_write_goes_to_the_write_tables_while_the_projector_yields(self):
+        # A yield and a read-your-writes wait longer than the test: the projector leaves its pages
+        # for the whole settlement, and a read that waited for it would wait until settlement
+        # ended. A bettor who places meanwhile gets the page from the write tables at once.
+        env = {**self.env, "FULLTIME_READ_PROJECTOR_YIELD_MS": "600000",
+               "FULLTIME_READ_RYW_WAIT_MS": "600000", "FULLTIME_SETTLEMENT_DUTY_PERCENT": "5"}
+        engine = Engine(env)
+        try:
+            engine.wait_ready()
+            self.seed_bets(engine, 3000)
+            self.send_market(engine, OTHER_MARKET)
+            self.open_accounts(engine, [201], "100.00")
+            until = time.monotonic() + 120
+            while time.monotonic() < until and self.projected(100)[0] < 3000:
+                time.sleep(0.05)
+            self.assertEqual(self.projected(100), (3000, 0))
+            bettor = self.token("account", "201")
+
+            async def scenario():
+                url = engine.ws_url("/v1/bets") + "?token=" + bettor
+                async with websockets.client.connect(url) as ws:
+                    async def ask(message, timeout_s=10):
+                        await ws.send(json.dumps(message))
+                        return json.loads(await asyncio.wait_for(ws.recv(), timeout_s))
+
+                    status, body = engine.post_json("/v1/feed", HOME_WINS, self.producer)
+                    self.assertEqual(status, 200, body)
+                    until = time.monotonic() + 120
+                    while time.monotonic() < until and self.projector_yielding(engine) != 1:
+                        await asyncio.sleep(0.02)
+                    self.assertEqual(self.projector_yielding(engine), 1, engine.log())
+                    behind = self.reads_behind(engine)
+                    placed = await ask({"type": "place", "id": "p", "idempotency_key": "y1",
+                                        "selection_id": 2001, "stake": "1.00", "odds": "2.00"})
+                    self.assertEqual(placed["type"], "placed", placed)
+                    page = await ask({"type": "bets", "id": "b", "status": "open", "limit": 10},
+                                     timeout_s=60)
+                    # Still the same yield (it ends only with the settlement): the answer did
+                    # not wait for a catch-up.
+                    self.assertEqual(self.projector_yielding(engine), 1)
+                    self.assertEqual([b["bet_id"] for b in page["bets"]],
+                                     [placed["bet"]["bet_id"]], page)
+                    self.assertEqual(self.reads_behind(engine), behind + 1)
+
+            asyncio.run(scenario())
+            self.assertTrue(self.wait_applied(1, timeout_s=300), engine.log())
+            until = time.monotonic() + 120
+            while time.monotonic() < until and self.projected(100)[1] < 3000:
+                time.sleep(0.05)
+            self.assertEqual(self.projected(100), (3000, 3000))
+            self.assertEqual(self.projected(200), (1, 0))
+        finally:
+            self.assertEqual(engine.stop(), 0, engine.log())
+        assert_money_invariants(self, self.db_url)
+
+    def reads_behind(self, engine):
+        found = re.search(r"^fulltime_reads_behind_own_write_total ([0-9.e+]+)$",
+                          self.metrics_text(engine), re.MULTILINE)
+        self.assertIsNotNone(found, "no fulltime_reads_behind_own_write_total in /metrics")
+        return float(found.group(1))
 
     def projected(self, market_id):
         """The read model's bets and settled bets on a market."""

@@ -91,8 +91,9 @@ struct engine::impl {
         s.migrations = resources::migrations();
         if (placement) {
             s.placement_opened = [p = placement.get()] { return p->opened(); };
-            net::add_bets_handlers(s.bets, {placement.get(), placement_metrics.get(), reads.get(),
-                                            cfg.read, reads_behind});
+            net::add_bets_handlers(
+                s.bets, {placement.get(), placement_metrics.get(), reads.get(), cfg.read,
+                         reads_behind, projector_metrics ? &projector_metrics->yielding : nullptr});
         }
         if (parts.feed) {
             net::result_event_hook hook = parts.on_result_event;

@@ -19,6 +19,7 @@ class read_router;
 
 namespace fulltime::metrics {
 class counter;
+class gauge;
 }  // namespace fulltime::metrics
 
 namespace fulltime::net {
@@ -32,6 +33,11 @@ struct bets_endpoint_services {
     /// `bets` reads the projector had not passed the session's own write in time for, answered
     /// from the write tables.
     metrics::counter* reads_behind = nullptr;
+    /// This engine's projector's fulltime_projector_yielding (nullptr: it runs none). While it
+    /// is 1 the projector leaves its pages to a settlement (read.projector_yield_ms), so a read
+    /// the read model has not caught up with goes to the write tables at once rather than
+    /// wait read.ryw_wait_ms for a projector that is not running.
+    const metrics::gauge* projector_yielding = nullptr;
 };
 
 /// Registers the `place`, `balance` and `bets` handlers in `handlers`.
