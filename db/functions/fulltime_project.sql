@@ -14,7 +14,9 @@
 --
 -- The page: at most p_rows_max rows after the cursor in (xact_id, outbox_id) order, of
 -- transactions below the xmin of a snapshot taken after the lock (all finished, so nothing can
--- appear behind the cursor; docs/schema.md, "Outbox"). Read by outbox_pkey's range, in order.
+-- appear behind the cursor; docs/schema.md, "Outbox"), and of those at most p_rows_max bets
+-- (a settlement batch's row carries one per bet of its batch, any other row one), though
+-- always its first row. Read by outbox_pkey's range, in order.
 --
 -- Application is idempotent, so a page read twice (a cursor set back, a page applied after a
 -- rebuild or the migration already showed it) changes nothing:
@@ -56,14 +58,15 @@
 --
 -- consumed_below (the horizon stored in projections and returned): every outbox row of a
 -- transaction with xid < consumed_below is applied. After a page that was not full it is the
--- snapshot's xmin; after a full page, the last row's xact_id (that transaction's other rows may
--- be on the next page). It never goes back (a cursor set back re-applies rows already applied).
+-- snapshot's xmin; after a full page (of rows or of bets), the last row's xact_id (that
+-- transaction's other rows may be on the next page). It never goes back (a cursor set back
+-- re-applies rows already applied).
 -- caught_up: the page was not full, the next call would find only rows written meanwhile.
 CREATE OR REPLACE FUNCTION fulltime_project(
     p_consumer        text,
     p_rows_max        integer,
     OUT rows          integer,  -- outbox rows applied (read) by this page
-    OUT caught_up     boolean,  -- fewer than p_rows_max: nothing more below the snapshot's xmin
+    OUT caught_up     boolean,  -- not full: nothing more below the snapshot's xmin
     OUT consumed_below xid8)    -- the projector's horizon after this page
 LANGUAGE plpgsql
 SET plan_cache_mode = force_generic_plan
@@ -76,6 +79,7 @@ DECLARE
     v_after_id   bigint;
     v_xmin       xid8;
     v_rows       integer;
+    v_read       integer;
     v_last_xact  xid8;
     v_last_id    bigint;
     v_below      xid8;
@@ -131,13 +135,28 @@ BEGIN
     -- A snapshot taken after the lock: the transactions below its xmin have all finished.
     SELECT pg_snapshot_xmin(pg_current_snapshot()) INTO v_xmin;
 
-    WITH page AS MATERIALIZED (
-        SELECT o.xact_id, o.outbox_id, o.topic, o.account_id, o.payload
+    WITH ahead AS MATERIALIZED (
+        -- The next p_rows_max rows, each with the bets it carries and those of the rows before
+        -- it (a settlement batch's row carries one per bet of the batch; any other row one).
+        SELECT o.xact_id, o.outbox_id, o.topic, o.account_id, o.payload,
+               sum(CASE WHEN o.topic = 'settlement_batch'
+                        THEN coalesce(jsonb_array_length(o.payload->'bet_id'), 1) ELSE 1 END)
+                   OVER (ORDER BY o.xact_id, o.outbox_id) AS bets_through
         FROM outbox o
         WHERE (o.xact_id, o.outbox_id) > (v_after_xact, v_after_id)
           AND o.xact_id < v_xmin
         ORDER BY o.xact_id, o.outbox_id
         LIMIT p_rows_max
+    ),
+    page AS MATERIALIZED (
+        -- Of those, the first row and the rows after it up to p_rows_max bets in all: a page's
+        -- work follows its bets, not its rows (5,000 rows of settlement batches were 2,500,000
+        -- bets in one transaction, the WAL of which placements then queued behind).
+        SELECT r.xact_id, r.outbox_id, r.topic, r.account_id, r.payload
+        FROM ahead r
+        WHERE r.bets_through <= p_rows_max
+           OR (r.xact_id, r.outbox_id) = (SELECT f.xact_id, f.outbox_id FROM ahead f
+                                          ORDER BY f.xact_id, f.outbox_id LIMIT 1)
     ),
     placed AS (
         SELECT p.account_id, x.bet_id, x.market_id, x.selection_id, x.currency, x.stake, x.odds,
@@ -379,8 +398,9 @@ BEGIN
     )
     SELECT (SELECT count(*) FROM page)::integer,
            (SELECT p.xact_id FROM page p ORDER BY p.xact_id DESC, p.outbox_id DESC LIMIT 1),
-           (SELECT p.outbox_id FROM page p ORDER BY p.xact_id DESC, p.outbox_id DESC LIMIT 1)
-    INTO v_rows, v_last_xact, v_last_id;
+           (SELECT p.outbox_id FROM page p ORDER BY p.xact_id DESC, p.outbox_id DESC LIMIT 1),
+           (SELECT count(*) FROM ahead)::integer
+    INTO v_rows, v_last_xact, v_last_id, v_read;
 
     IF v_rows > 0 THEN
         UPDATE outbox_cursors
@@ -389,7 +409,8 @@ BEGIN
     END IF;
 
     rows := v_rows;
-    caught_up := v_rows < p_rows_max;
+    -- Caught up: fewer than p_rows_max rows were there to read, and the page took them all.
+    caught_up := v_read < p_rows_max AND v_rows = v_read;
     v_below := CASE WHEN caught_up THEN v_xmin ELSE v_last_xact END;
     -- Written only when it changes: an idle projector's polls leave the row alone.
     UPDATE projections p
@@ -407,7 +428,8 @@ END;
 $$;
 
 COMMENT ON FUNCTION fulltime_project IS
-    'The projector''s page: applies at most p_rows_max outbox rows after p_consumer''s cursor to '
+    'The projector''s page: applies at most p_rows_max outbox rows (and bets: a settlement '
+    'batch''s row counts its bets; the first row whatever its size) after p_consumer''s cursor to '
     'the read model (bet_view_bets, bet_view_results, bet_view_open, market_views; '
     'idempotently: a change applies only past the bet''s last applied one), moves the cursor '
     'and the horizon in projections; one transaction. Returns the rows read, whether it caught '

@@ -88,9 +88,13 @@ std::string outbox_tail(const engine& e) {
         "ORDER BY xact_id DESC, outbox_id DESC LIMIT 1), '0 0')");
 }
 
+/// Called after each page with the connection and what the page did.
+using page_hook = std::function<awaitable<void>(db::connection&, const db::projection_step&)>;
+
 /// Projects on `conn` in pages of `rows_max` until the cursor reaches `tail` (outbox_tail) and
-/// the horizon passes its transaction; returns the pages run.
-awaitable<int> project_past_on(db::connection& conn, std::string tail, std::int64_t rows_max) {
+/// the horizon passes its transaction, calling `after_page` after each; returns the pages run.
+awaitable<int> project_past_on(db::connection& conn, std::string tail, std::int64_t rows_max,
+                               page_hook after_page = {}) {
     const auto space = tail.find(' ');
     const auto xact = tail.substr(0, space);
     const auto id = tail.substr(space + 1);
@@ -101,6 +105,9 @@ awaitable<int> project_past_on(db::connection& conn, std::string tail, std::int6
         FT_REQUIRE_OK(step);
         ++pages;
         CHECK(step->rows <= rows_max);
+        if (after_page) {
+            co_await after_page(conn, *step);
+        }
         auto past = co_await conn.query(
             "SELECT $1::xid8 > $2::xid8 AND (c.last_xact_id, c.last_outbox_id) >= "
             "($2::xid8, $3::bigint) FROM outbox_cursors c WHERE c.consumer = $4",
@@ -507,6 +514,78 @@ TEST_CASE("a projector whose last page was full moves its horizon past it once, 
     CHECK(run(ioc, horizon_passes_then_rests(e.url(), tail.substr(0, tail.find(' ')), 5)));
     CHECK(e.scalar("SELECT count(*) FROM bet_view_open") == 10);
     CHECK(verify(e).empty());
+}
+
+/// Returns the projector's cursor as "xact_id outbox_id".
+awaitable<std::string> cursor_of(db::connection& conn) {
+    auto c = co_await conn.query(
+        "SELECT last_xact_id::text || ' ' || last_outbox_id FROM outbox_cursors "
+        "WHERE consumer = $1",
+        db::params(std::string(projector)));
+    FT_REQUIRE_OK(c);
+    co_return std::string{c->text(0, 0)};
+}
+
+/// Projects on a connection of its own in pages of `rows_max` past `tail` (project_past_on);
+/// returns each page's rows and the bets they carry (a settlement batch's row one per bet, any
+/// other row one), read from the outbox between the cursors before and after it.
+awaitable<std::vector<std::pair<std::int64_t, std::int64_t>>> pages_with_bets(
+    std::string url, std::string tail, std::int64_t rows_max) {
+    auto conn = co_await open_connection(url, 30s);
+    std::vector<std::pair<std::int64_t, std::int64_t>> pages;
+    auto before = co_await cursor_of(*conn);
+    co_await project_past_on(
+        *conn, std::move(tail), rows_max,
+        [&](db::connection& c, const db::projection_step& step) -> awaitable<void> {
+            auto after = co_await cursor_of(c);
+            if (step.rows > 0) {
+                const auto b = before.find(' ');
+                const auto a = after.find(' ');
+                auto bets = co_await c.query(
+                    "SELECT coalesce(sum(CASE WHEN topic = 'settlement_batch' THEN "
+                    "jsonb_array_length(payload->'bet_id') ELSE 1 END), 0) FROM outbox "
+                    "WHERE (xact_id, outbox_id) > ($1::xid8, $2::bigint) "
+                    "AND (xact_id, outbox_id) <= ($3::xid8, $4::bigint)",
+                    db::params(before.substr(0, b), before.substr(b + 1), after.substr(0, a),
+                               after.substr(a + 1)));
+                FT_REQUIRE_OK(bets);
+                pages.emplace_back(step.rows, std::stoll(std::string{bets->text(0, 0)}));
+            }
+            before = std::move(after);
+        });
+    co_return pages;
+}
+
+TEST_CASE(
+    "a projector page holds at most its limit of bets, a settlement batch's row counting each") {
+    // A settlement batch's outbox row carries every bet of its batch: a page limited by rows
+    // alone could hold rows_max batches, and its transaction all their bets.
+    engine e({});
+    e.add_market(1, {{11, 20000}, {12, 30000}});
+    e.fund(1, 6, 1'000'000);
+    for (int i = 0; i < 36; ++i) {
+        REQUIRE(e.place(1 + i % 6, "k" + std::to_string(i), i % 2 == 0 ? 11 : 12, 100 + i) ==
+                "placed");
+    }
+    project_all(e);
+    record(e, 1, 1, "result", winner(11));
+    settle(e, 1);  // batches of 7: rows of 7, 7, 7, 7, 7 and 1 bets
+    asio::io_context ioc;
+    const auto pages = run(ioc, pages_with_bets(e.url(), outbox_tail(e), 10));
+    std::int64_t bets = 0;
+    for (const auto& [rows, page_bets] : pages) {
+        CAPTURE(rows);
+        CAPTURE(page_bets);
+        // Over the limit only when the page is its first row alone.
+        CHECK((page_bets <= 10 || rows == 1));
+        bets += page_bets;
+    }
+    // Each batch of 7 on a page of its own (7 + 7 > 10): the six rows take five pages at least
+    // (limited by rows, one page took them all).
+    CHECK(pages.size() >= 5);
+    CHECK(e.scalar("SELECT settled_bets FROM market_views WHERE market_id = 1") == 36);
+    CHECK(verify(e).empty());
+    CHECK(bets >= 36);
 }
 
 /// Runs the settlement's steps on `market` in batches of 7 until it has nothing left, in one
