@@ -138,11 +138,14 @@ BEGIN
     WITH ahead AS MATERIALIZED (
         -- The next p_rows_max rows, each with the bets it carries and those of the rows before
         -- it (a settlement batch's row carries one per bet of the batch; any other row one).
-        SELECT o.xact_id, o.outbox_id, o.topic, o.account_id, o.payload,
-               sum(CASE WHEN o.topic = 'settlement_batch'
-                        THEN coalesce(jsonb_array_length(o.payload->'bet_id'), 1) ELSE 1 END)
-                   OVER (ORDER BY o.xact_id, o.outbox_id) AS bets_through
+        SELECT o.xact_id, o.outbox_id, o.topic, o.account_id, o.payload, n.bets,
+               sum(n.bets) OVER (ORDER BY o.xact_id, o.outbox_id) AS bets_through
         FROM outbox o
+        CROSS JOIN LATERAL (
+            SELECT CASE WHEN o.topic = 'settlement_batch'
+                        THEN coalesce(jsonb_array_length(o.payload->'bet_id'), 1) ELSE 1 END
+                       AS bets
+        ) n
         WHERE (o.xact_id, o.outbox_id) > (v_after_xact, v_after_id)
           AND o.xact_id < v_xmin
         ORDER BY o.xact_id, o.outbox_id
@@ -155,8 +158,7 @@ BEGIN
         SELECT r.xact_id, r.outbox_id, r.topic, r.account_id, r.payload
         FROM ahead r
         WHERE r.bets_through <= p_rows_max
-           OR (r.xact_id, r.outbox_id) = (SELECT f.xact_id, f.outbox_id FROM ahead f
-                                          ORDER BY f.xact_id, f.outbox_id LIMIT 1)
+           OR r.bets_through = r.bets  -- the first row: nothing before it
     ),
     placed AS (
         SELECT p.account_id, x.bet_id, x.market_id, x.selection_id, x.currency, x.stake, x.odds,
