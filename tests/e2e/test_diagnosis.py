@@ -292,17 +292,19 @@ class DiagnosisTest(EngineTestCase):
 
     def test_a_settlement_burst_on_the_accounts_placements_use_is_shared_rows(self):
         # Forty-one accounts hold open bets on four markets; forty keep placing on market 200.
-        # The four results settle at once (paced, duty 10 %), and once they have started an
-        # operator's transaction takes account 41's balance row. Each batch updates its
-        # accounts' balance rows in ascending order: it takes rows 1..40, then waits for row 41,
-        # and the placements on accounts 1..40 wait for the batch. With long lock (and
-        # statement) timeouts nobody gives up: lock waits rise with the settlement batches, and
-        # the session at the root of the chain is named.
+        # The four results settle at once (one chain of 100-bet batches per market, paced at
+        # duty 10 %), and once they have started an operator's transaction takes account 41's
+        # balance row. Each batch updates its accounts' balance rows in ascending order: the
+        # batch that holds account 41's bets takes the rows of accounts below it, then waits
+        # for row 41, and the placements on those accounts wait for the batch. With long lock
+        # (and statement) timeouts nobody gives up: lock waits rise with the settlement
+        # batches, and the session at the root of the chain is named.
         engine = self.start({"FULLTIME_PLACEMENT_LOCK_TIMEOUT_MS": "60000",
                              "FULLTIME_SETTLEMENT_LOCK_TIMEOUT_MS": "60000",
                              "FULLTIME_DATABASE_STATEMENT_TIMEOUT_MS": "60000",
                              "FULLTIME_DATABASE_QUERY_TIMEOUT_MS": "70000",
-                             "FULLTIME_SETTLEMENT_BATCH_BETS_MAX": "200",
+                             "FULLTIME_SETTLEMENT_BATCH_BETS_MAX": "100",
+                             "FULLTIME_SETTLEMENT_LANES": "1",
                              "FULLTIME_SETTLEMENT_DUTY_PERCENT": "10",
                              "FULLTIME_DIAGNOSTICS_SAMPLE_INTERVAL_MS": "200"})
         accounts = list(range(1, 42))
@@ -312,24 +314,37 @@ class DiagnosisTest(EngineTestCase):
                 self.send_market(engine, burst_market(m))
             self.send_market(engine, OTHER_MARKET)
             tokens = self.bettors(engine, accounts)
-            asyncio.run(self.place_many(engine, tokens, per_account))
-            load = Load(engine, {a: t for a, t in tokens.items() if a != 41}, 2001, "2.00", "s")
+            # Settlement takes a market's bets in bet_id order. Account 41's ten bets on each
+            # market come after 320 of the others' and before the last 80, so they fall in each
+            # market's fourth batch, beside 90 bets of accounts 1..40: three batches and their
+            # rests (nine times a batch each) after the market started, which leaves the
+            # operator ample time to take the row first.
+            others = {a: t for a, t in tokens.items() if a != 41}
+            asyncio.run(self.place_many(engine, others, range(0, 32)))
+            asyncio.run(self.place_many(engine, {41: tokens[41]}, range(0, per_account)))
+            asyncio.run(self.place_many(engine, others, range(32, per_account)))
+            load = Load(engine, others, 2001, "2.00", "s")
             try:
                 self.wait_verdict(engine, None, accept=lambda d: load.placed() > 0)
-                for m in BURST:
-                    status, body = engine.post_json("/v1/feed", burst_result(m), self.producer)
-                    self.assertEqual(status, 200, body)
-                # Once the burst has started (the settlement fence passed: a transaction that
-                # got its id earlier would hold it), a slow operator takes account 41's row.
-                until = time.monotonic() + VERDICT_TIMEOUT_S
-                while not self.sql("SELECT 1 FROM bet_settlements s JOIN bets b USING (bet_id) "
-                                   "WHERE b.market_id = ANY(%s) LIMIT 1", BURST):
-                    self.assertLess(time.monotonic(), until, "the burst never started")
-                    time.sleep(0.02)
+                # The operator's session is open (and has no transaction id) before the results.
                 with psycopg.connect(self.db_url, application_name="slow-operator") as holder:
                     holder.execute("SET idle_in_transaction_session_timeout = 0")
                     holder.commit()
                     pid = holder.execute("SELECT pg_backend_pid()").fetchone()[0]
+                    holder.commit()
+                    for m in BURST:
+                        status, body = engine.post_json("/v1/feed", burst_result(m),
+                                                        self.producer)
+                        self.assertEqual(status, 200, body)
+                    # Once a market's event has started (its fence set: a transaction that got
+                    # its id earlier would hold the market at the fence, not in its batches),
+                    # the operator takes account 41's row.
+                    until = time.monotonic() + VERDICT_TIMEOUT_S
+                    while not self.sql("SELECT 1 FROM settlement_progress WHERE market_id = "
+                                       "ANY(%s) AND (current_seq = 1 OR applied_seq = 1) "
+                                       "LIMIT 1", BURST):
+                        self.assertLess(time.monotonic(), until, "the burst never started")
+                        time.sleep(0.005)
                     holder.execute("SELECT available FROM accounts WHERE account_id = 41 "
                                    "FOR NO KEY UPDATE").fetchone()
                     doc = self.wait_verdict(
@@ -361,9 +376,12 @@ class DiagnosisTest(EngineTestCase):
         self.assertEqual(settled[0][0], len(accounts) * per_account)
         assert_money_invariants(self, self.db_url)
 
-    async def place_many(self, engine, tokens, per_account):
-        """Places per_account bets from each account, spread over the burst's markets, 8 in
-        flight per account; a `busy` answer is retried with its key."""
+    async def place_many(self, engine, tokens, indexes):
+        """Places a bet numbered i for each i of `indexes` from each account, bet i on market
+        BURST[i % 4] (home or away in turns of four), 8 in flight per account; a `busy`
+        answer is retried with its key."""
+        indexes = list(indexes)
+
         async def one(account, token):
             async with websockets.client.connect(
                     engine.ws_url("/v1/bets"),
@@ -376,9 +394,9 @@ class DiagnosisTest(EngineTestCase):
                         "selection_id": m * 10 + (1 if home else 2), "stake": "1.00",
                         "odds": "2.50" if home else "3.10"}))
                 sent, placed = 0, 0
-                while placed < per_account:
-                    while sent < per_account and sent - placed < 8:
-                        await place(sent)
+                while placed < len(indexes):
+                    while sent < len(indexes) and sent - placed < 8:
+                        await place(indexes[sent])
                         sent += 1
                     m = json.loads(await asyncio.wait_for(ws.recv(), 60))
                     if "id" not in m:
