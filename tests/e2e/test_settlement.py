@@ -133,10 +133,13 @@ class SettlementTest(EngineTestCase):
         self.sigkill_scenario(env, governed=True)
 
     def test_the_projector_leaves_the_database_to_settlement_for_at_most_its_yield(self):
-        # Batches paced to a tenth of a backend (the market keeps its slot through the rests), so
-        # that settling 10,000 bets outlasts the projector's 2 s yield several times over.
-        env = {**self.env, "FULLTIME_READ_PROJECTOR_YIELD_MS": "2000",
-               "FULLTIME_SETTLEMENT_DUTY_PERCENT": "10"}
+        # One chain of batches paced to a twentieth of a backend (the market keeps its slot
+        # through the rests), so that settling 10,000 bets outlasts the projector's 1 s yield
+        # several times over: twenty times the batches' own time, which is about half a second
+        # on a quiet machine. (Two lanes at a tenth took about 2 s in CI, as long as the yield
+        # then, and the market could finish before the projector caught up once.)
+        env = {**self.env, "FULLTIME_READ_PROJECTOR_YIELD_MS": "1000",
+               "FULLTIME_SETTLEMENT_LANES": "1", "FULLTIME_SETTLEMENT_DUTY_PERCENT": "5"}
         bets = 10000
         engine = Engine(env)
         try:
