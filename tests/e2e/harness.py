@@ -5,6 +5,7 @@ Uses only Debian's python3 modules (run with /usr/bin/python3)."""
 
 import asyncio
 import copy
+import faulthandler
 import json
 import os
 import re
@@ -24,6 +25,10 @@ import websockets.client
 
 BINARY = os.environ.get("FULLTIME_BINARY", os.path.join(os.path.dirname(__file__), "../../build/fulltime"))
 STARTUP_TIMEOUT_S = 120
+
+# ctest kills a test file that outlives its timeout (scripts/test: FULLTIME_TEST_TIMEOUT, 300 s)
+# and shows only what it printed: every thread's stack, 20 s before, says where it was.
+faulthandler.dump_traceback_later(max(30, int(os.environ.get("FULLTIME_TEST_TIMEOUT", "300")) - 20))
 
 
 def test_database_url():
