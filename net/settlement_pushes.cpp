@@ -10,6 +10,7 @@
 #include "fulltime/net/connection_registry.hpp"
 
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -19,6 +20,7 @@
 #include <algorithm>
 #include <charconv>
 #include <chrono>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -130,6 +132,29 @@ std::vector<announced_settlement> announced_settlements(std::string_view topic,
     return out;
 }
 
+asio::awaitable<std::vector<announced_push>> announced_to_open_sessions(
+    const std::vector<db::outbox_row>& rows, std::function<bool(std::int64_t)> open) {
+    std::vector<announced_push> out;
+    const auto executor = co_await asio::this_coro::executor;
+    for (const auto& row : rows) {
+        if (!row.topic || !row.payload) {
+            continue;
+        }
+        // The batch's transaction: a session told of these settlements reads them in `bets`
+        // only once the projector has passed it.
+        std::uint64_t xid = 0;
+        std::from_chars(row.xact_id.data(), row.xact_id.data() + row.xact_id.size(), xid);
+        for (auto& s : announced_settlements(*row.topic, row.account_id, *row.payload)) {
+            if (open(s.account_id)) {
+                out.push_back(announced_push{std::move(s), xid});
+            }
+        }
+        // The loop's placements (and anything else ready on it) go before the next row.
+        co_await asio::post(executor, asio::use_awaitable);
+    }
+    co_return out;
+}
+
 namespace {
 
 using steady = std::chrono::steady_clock;
@@ -141,40 +166,13 @@ struct push_counters {
     metrics::counter& purged;
 };
 
-/// Holds one settlement a page announces to an open session, with its batch's transaction.
-struct pending_push {
-    announced_settlement settlement;
-    std::uint64_t xid = 0;
-};
-
-/// Returns the settlements the page's rows announce to accounts that have an open session, in
-/// page order.
-std::vector<pending_push> pending_pushes(const std::vector<db::outbox_row>& rows,
-                                         connection_registry& sessions) {
-    std::vector<pending_push> out;
-    for (const auto& row : rows) {
-        if (!row.topic || !row.payload) {
-            continue;
-        }
-        // The batch's transaction: a session told of these settlements reads them in `bets`
-        // only once the projector has passed it.
-        std::uint64_t xid = 0;
-        std::from_chars(row.xact_id.data(), row.xact_id.data() + row.xact_id.size(), xid);
-        for (auto& s : announced_settlements(*row.topic, row.account_id, *row.payload)) {
-            if (sessions.sessions(s.account_id) != 0) {
-                out.push_back(pending_push{std::move(s), xid});
-            }
-        }
-    }
-    return out;
-}
-
 /// Queues the bet_settled pushes of one page on their bettors' open sessions, each payout in its
 /// account's currency (one read of the currencies per page, only when it pushes something).
 /// Returns false, having pushed nothing, when the currencies cannot be read.
 asio::awaitable<bool> push_page(db::connection& conn, const std::vector<db::outbox_row>& rows,
                                 connection_registry& sessions, metrics::counter& pushed) {
-    auto pending = pending_pushes(rows, sessions);
+    auto pending = co_await announced_to_open_sessions(
+        rows, [&sessions](std::int64_t account) { return sessions.sessions(account) != 0; });
     if (pending.empty()) {
         co_return true;
     }

@@ -4,7 +4,18 @@
 
 #include "fulltime/net/settlement_pushes.hpp"
 
+#include "fulltime/db/push_statements.hpp"
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+
 #include <doctest/doctest.h>
+
+#include <functional>
+#include <string>
+#include <vector>
 
 using fulltime::net::announced_settlements;
 
@@ -84,4 +95,50 @@ TEST_CASE("entries that do not parse are left out, and the rest of the batch is 
     CHECK(announced_settlements("bet_placed", 1, R"({"bet_id": 1, "version": 1, "kind": "settle",
                                                      "outcome": "won", "payout": 2})")
               .empty());
+}
+
+TEST_CASE("a page's rows are parsed one at a time, the event loop given back between them") {
+    // Forty settlement_batch rows, each announcing bets of accounts 7 and 8 (account 8 has no
+    // open session), and a bet_placed row with no payload, which the page skips.
+    std::vector<fulltime::db::outbox_row> rows;
+    for (int i = 0; i < 40; ++i) {
+        const auto bet = std::to_string(1000 + 2 * i);
+        const auto next = std::to_string(1001 + 2 * i);
+        rows.push_back({std::to_string(500 + i), i + 1, "settlement_batch", std::nullopt,
+                        R"({"account_id": [7, 8], "bet_id": [)" + bet + ", " + next +
+                            R"(], "version": [1, 1], "kind": ["settle", "settle"],
+                            "outcome": ["won", "lost"], "payout": [250, 0]})"});
+    }
+    rows.push_back({"600", 41, "bet_placed", 7, std::nullopt});
+
+    boost::asio::io_context loop;
+    std::vector<fulltime::net::announced_push> got;
+    bool done = false;
+    int ticks = 0;
+    // Another handler on the same loop, ready all along: it runs only when the parse yields.
+    std::function<void()> tick = [&] {
+        if (!done) {
+            ++ticks;
+            boost::asio::post(loop, tick);
+        }
+    };
+    boost::asio::co_spawn(
+        loop,
+        [&]() -> boost::asio::awaitable<void> {
+            got = co_await fulltime::net::announced_to_open_sessions(
+                rows, [](std::int64_t account) { return account == 7; });
+            done = true;
+        },
+        boost::asio::detached);
+    boost::asio::post(loop, tick);
+    loop.run();
+
+    REQUIRE(got.size() == 40);
+    for (int i = 0; i < 40; ++i) {
+        CHECK(got[i].settlement.account_id == 7);
+        CHECK(got[i].settlement.bet_id == 1000 + 2 * i);
+        CHECK(got[i].xid == static_cast<std::uint64_t>(500 + i));
+    }
+    // Once between every two rows parsed at least (a parse of the whole page at once: none).
+    CHECK(ticks >= 39);
 }
