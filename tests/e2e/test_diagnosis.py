@@ -299,11 +299,12 @@ class DiagnosisTest(EngineTestCase):
         # for row 41, and the placements on those accounts wait for the batch. With long lock
         # (and statement) timeouts nobody gives up: lock waits rise with the settlement
         # batches, and the session at the root of the chain is named.
+        batch = 100
         engine = self.start({"FULLTIME_PLACEMENT_LOCK_TIMEOUT_MS": "60000",
                              "FULLTIME_SETTLEMENT_LOCK_TIMEOUT_MS": "60000",
                              "FULLTIME_DATABASE_STATEMENT_TIMEOUT_MS": "60000",
                              "FULLTIME_DATABASE_QUERY_TIMEOUT_MS": "70000",
-                             "FULLTIME_SETTLEMENT_BATCH_BETS_MAX": "100",
+                             "FULLTIME_SETTLEMENT_BATCH_BETS_MAX": str(batch),
                              "FULLTIME_SETTLEMENT_LANES": "1",
                              "FULLTIME_SETTLEMENT_DUTY_PERCENT": "10",
                              "FULLTIME_DIAGNOSTICS_SAMPLE_INTERVAL_MS": "200"})
@@ -314,15 +315,17 @@ class DiagnosisTest(EngineTestCase):
                 self.send_market(engine, burst_market(m))
             self.send_market(engine, OTHER_MARKET)
             tokens = self.bettors(engine, accounts)
-            # Settlement takes a market's bets in bet_id order. Account 41's ten bets on each
-            # market come after 320 of the others' and before the last 80, so they fall in each
+            # Settlement takes a market's bets in bet_id order. The others' first `ahead` bets
+            # each (32: 320 a market) fill each market's first three batches; account 41's ten
+            # bets a market come next, with the others' last 80 after them, so they fall in each
             # market's fourth batch, beside 90 bets of accounts 1..40: three batches and their
             # rests (nine times a batch each) after the market started, which leaves the
             # operator ample time to take the row first.
             others = {a: t for a, t in tokens.items() if a != 41}
-            asyncio.run(self.place_many(engine, others, range(0, 32)))
+            ahead = 3 * batch * len(BURST) // len(others)
+            asyncio.run(self.place_many(engine, others, range(0, ahead)))
             asyncio.run(self.place_many(engine, {41: tokens[41]}, range(0, per_account)))
-            asyncio.run(self.place_many(engine, others, range(32, per_account)))
+            asyncio.run(self.place_many(engine, others, range(ahead, per_account)))
             load = Load(engine, others, 2001, "2.00", "s")
             try:
                 self.wait_verdict(engine, None, accept=lambda d: load.placed() > 0)
