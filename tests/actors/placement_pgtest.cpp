@@ -407,6 +407,81 @@ TEST_CASE("stopping the placement actors answers every placement, queued or runn
     e.check_invariants();
 }
 
+// Waits until a session other than the test's waits for a lock on the accounts table (a group
+// stuck behind the test's holder).
+bool eventually_waiting(const engine& e) {
+    return fulltime::test::eventually([&] {
+        return e.scalar(
+                   "SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation "
+                   "WHERE c.relname = 'accounts' AND NOT l.granted AND l.pid <> pg_backend_pid()") +
+                   e.scalar(
+                       "SELECT count(*) FROM pg_locks WHERE locktype = 'transactionid' AND "
+                       "NOT granted AND pid <> pg_backend_pid()") >
+               0;
+    });
+}
+
+TEST_CASE(
+    "a bet waiting behind another account's slow group moves to an idle actor; the slow "
+    "account's own bets stay in order") {
+    // One loop, four actors: accounts 1 and 5 share actor 1. Account 1's group waits on a held
+    // row lock; account 5's bet must not wait for it. Rerouted either when it arrives (the group
+    // has already been in the database for placement.reroute_after_ms) or from the queue once
+    // that time passes; the second subcase makes that time long enough to see it queued first.
+    std::int64_t reroute_after_ms = 1;
+    SUBCASE("sent past the slow group at once") { reroute_after_ms = 1; }
+    SUBCASE("moved out of the slow group's queue") { reroute_after_ms = 2000; }
+    engine e([&](fulltime::config& cfg) {
+        cfg.placement.reroute_after_ms = reroute_after_ms;
+        cfg.placement.lock_timeout_ms = 60000;
+        cfg.placement.lock_retries_max = 0;
+        cfg.actors.request_timeout_ms = 60000;
+        cfg.database.statement_timeout_ms = 60000;
+    });
+    REQUIRE(e.placement().actor_count() == 4);
+    e.add_market(10, 1001, "2.00");
+    e.deposit(1, 10000);
+    e.deposit(5, 10000);
+    REQUIRE(fulltime::test::eventually([&] { return e.placement().opened(); }));
+    auto c1 = open_bets(e.port(), 1);
+    auto c5 = open_bets(e.port(), 5);
+    std::unique_ptr<PGconn, decltype(&PQfinish)> holder(PQconnectdb(e.url().c_str()), &PQfinish);
+    REQUIRE(PQstatus(holder.get()) == CONNECTION_OK);
+    PQclear(PQexec(holder.get(),
+                   "BEGIN; UPDATE accounts SET available = available WHERE account_id = 1"));
+    REQUIRE(eventually_locked(e));
+    c1.send_text(place("a", "slow-1a", 1001, "1.00", "2.00").dump());
+    REQUIRE(eventually_waiting(e));
+    // Account 1's second bet queues behind its first: it may not go elsewhere.
+    c1.send_text(place("b", "slow-1b", 1001, "1.00", "2.00").dump());
+    REQUIRE(
+        fulltime::test::eventually([&] { return e.placement_metrics().queued.value() == 1; }, 10s));
+    c5.send_text(place("c", "fast-5", 1001, "1.00", "2.00").dump());
+    if (reroute_after_ms > 1) {
+        // Queued behind the slow group, before reroute_after_ms passed.
+        REQUIRE(fulltime::test::eventually(
+            [&] { return e.placement_metrics().queued.value() == 2; }, 10s));
+    }
+    // Answered while account 1's row is still held.
+    const auto fast = read_json(c5, 30s);
+    CHECK(fast["type"] == "placed");
+    CHECK(e.placement_metrics().rerouted.value() == 1);
+    CHECK(e.placement_metrics().queued.value() == 1);
+    CHECK(e.scalar("SELECT count(*) FROM bets WHERE account_id = 1") == 0);
+    PQclear(PQexec(holder.get(), "COMMIT"));
+    const auto first = read_json(c1, 30s);
+    const auto second = read_json(c1, 30s);
+    CHECK(first["id"] == "a");
+    CHECK(first["type"] == "placed");
+    CHECK(second["id"] == "b");
+    CHECK(second["type"] == "placed");
+    CHECK(e.placement_metrics().rerouted.value() == 1);
+    // Account 1's bets applied in the order sent (its second waited for its first).
+    CHECK(e.scalar("SELECT count(*) FROM bets a JOIN bets b ON a.idempotency_key = 'slow-1a' AND "
+                   "b.idempotency_key = 'slow-1b' AND a.bet_id < b.bet_id") == 1);
+    e.check_invariants();
+}
+
 TEST_CASE("each placement actor opens its connection at start and keeps trying until it can") {
     SUBCASE("the database answers: every actor holds a connection before any bet") {
         engine e;
