@@ -27,17 +27,8 @@ std::chrono::microseconds since(steady::time_point from, steady::time_point to) 
 
 placement_actor::placement_actor(asio::any_io_executor executor,
                                  std::shared_ptr<placement_worker> worker, std::size_t group_max)
-    : executor_(std::move(executor)),
-      worker_(std::move(worker)),
-      group_max_(group_max),
-      slow_timer_(executor_) {
+    : executor_(std::move(executor)), worker_(std::move(worker)), group_max_(group_max) {
     FULLTIME_ASSERT(group_max_ > 0 && group_max_ <= limits::placement_group_max);
-}
-
-void placement_actor::on_slow(std::chrono::microseconds after,
-                              std::function<void(placement_actor&)> hook) {
-    slow_after_ = after;
-    slow_hook_ = std::move(hook);
 }
 
 void placement_actor::submit(pending_placement p) {
@@ -56,28 +47,7 @@ void placement_actor::submit(pending_placement p) {
     m.stage(placement_stage::handoff).record(since(p.submitted, p.queued));
     queue_.push_back(std::move(p));
     m.queued.add(1);
-    schedule();
-}
-
-void placement_actor::adopt(std::vector<pending_placement> moved) {
-    if (stopped_) {
-        for (auto& p : moved) {
-            p.reply->deliver(busy_result(std::string(shutting_down_message)));
-        }
-        return;
-    }
-    worker_->metrics->queued.add(static_cast<std::int64_t>(moved.size()));
-    for (auto& p : moved) {
-        queue_.push_back(std::move(p));
-    }
-    schedule();
-}
-
-void placement_actor::schedule() {
-    if (running_) {
-        // Waits behind the running group; the slow hook may move it if that group is slow.
-        arm_slow_timer();
-    } else if (!scheduled_) {
+    if (!running_ && !scheduled_) {
         // Posted, not run now: the frames already read on this thread queue their placements
         // first, and commit with this one.
         scheduled_ = true;
@@ -88,45 +58,6 @@ void placement_actor::schedule() {
     }
 }
 
-// One wait per actor at a time, armed for the running group. When it ends after that group did,
-// it is armed again for the group running then, if placements still wait behind one.
-void placement_actor::arm_slow_timer() {
-    if (slow_after_.count() == 0 || slow_armed_ || !running_) {
-        return;
-    }
-    slow_armed_ = true;
-    slow_serial_ = group_serial_;
-    slow_timer_.expires_at(slow_at());
-    slow_timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
-        self->slow_armed_ = false;
-        if (ec || self->stopped_ || !self->running_ || self->queue_.empty()) {
-            return;
-        }
-        if (self->slow_serial_ != self->group_serial_) {
-            self->arm_slow_timer();
-            return;
-        }
-        self->slow_hook_(*self);
-    });
-}
-
-std::vector<pending_placement> placement_actor::take_movable() {
-    std::vector<pending_placement> moved;
-    std::deque<pending_placement> kept;
-    for (auto& p : queue_) {
-        const bool in_group = std::find(group_accounts_.begin(), group_accounts_.end(),
-                                        p.request.account_id) != group_accounts_.end();
-        if (in_group) {
-            kept.push_back(std::move(p));
-        } else {
-            moved.push_back(std::move(p));
-        }
-    }
-    queue_ = std::move(kept);
-    worker_->metrics->queued.add(-static_cast<std::int64_t>(moved.size()));
-    return moved;
-}
-
 void placement_actor::stop() {
     stopped_ = true;
     for (auto& p : queue_) {
@@ -134,7 +65,6 @@ void placement_actor::stop() {
     }
     worker_->metrics->queued.add(-static_cast<std::int64_t>(queue_.size()));
     queue_.clear();
-    slow_timer_.cancel();
     worker_->closed = true;
     worker_->conn = db::pooled_connection{};
     if (worker_->open_pause != nullptr) {
@@ -171,15 +101,6 @@ void placement_actor::start_next() {
         return;
     }
     running_ = true;
-    group_started_ = now;
-    ++group_serial_;
-    group_accounts_.clear();
-    for (const auto& p : group) {
-        group_accounts_.push_back(p.request.account_id);
-    }
-    if (!queue_.empty()) {
-        arm_slow_timer();  // more than group_max_ were queued
-    }
     asio::co_spawn(executor_, run_group(shared_from_this(), std::move(group)), asio::detached);
 }
 
@@ -206,9 +127,6 @@ asio::awaitable<void> placement_actor::run_group(std::shared_ptr<placement_actor
     for (std::size_t i = 0; i < group.size() && i < answer.results.size(); ++i) {
         group[i].reply->deliver(std::move(answer.results[i]));
     }
-    const auto took = since(started, steady::now());
-    self->typical_ =
-        self->typical_.count() == 0 ? took : self->typical_ + (took - self->typical_) / 8;
     self->running_ = false;
     self->start_next();
 }

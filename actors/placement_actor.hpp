@@ -7,14 +7,9 @@
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
-#include <boost/asio/steady_timer.hpp>
 
-#include <algorithm>
-#include <chrono>
 #include <cstddef>
-#include <cstdint>
 #include <deque>
-#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -53,36 +48,7 @@ public:
     /// running group answers its own when its call ends. Call on executor().
     void stop();
 
-    /// Calls `hook` (on executor()) when the running group turns slow while placements wait in
-    /// the queue behind it. A group turns slow once it has run for `after`
-    /// (placement.reroute_after_ms) and for twice as long as this actor's groups lately took
-    /// (a moving average): under a steady load whose groups all take long, none is slow, and
-    /// groups stay whole. Never when `after` is zero. Call before the first submit.
-    void on_slow(std::chrono::microseconds after, std::function<void(placement_actor&)> hook);
-
-    /// Returns true when no group runs and nothing is queued.
-    bool idle() const noexcept { return !running_ && queue_.empty(); }
-
-    /// Returns true when the running group is slow at `now` (see on_slow).
-    bool slow(steady::time_point now) const noexcept {
-        return slow_after_.count() > 0 && running_ && now >= slow_at();
-    }
-
-    /// Takes out of the queue, in queue order, every placement whose account has none in the
-    /// running group: moved elsewhere, they wait on no lock of this actor's group, and an
-    /// account's placements leave together, so their order holds.
-    std::vector<pending_placement> take_movable();
-
-    /// Queues placements taken from another actor's queue (take_movable), keeping when they
-    /// were first queued, and starts a group as submit() does. Call on executor().
-    void adopt(std::vector<pending_placement> moved);
-
 private:
-    void schedule();
-    steady::time_point slow_at() const noexcept {
-        return group_started_ + std::max(slow_after_, 2 * typical_);
-    }
-    void arm_slow_timer();
     void start_next();
     static boost::asio::awaitable<void> run_group(std::shared_ptr<placement_actor> self,
                                                   std::vector<pending_placement> group);
@@ -94,16 +60,6 @@ private:
     bool running_ = false;                 ///< a group owns the connection
     bool scheduled_ = false;               ///< a start_next is posted
     bool stopped_ = false;
-    steady::time_point group_started_;          ///< when the running group started
-    std::uint64_t group_serial_ = 0;            ///< counts the groups started
-    std::vector<std::int64_t> group_accounts_;  ///< the running group's accounts
-    std::chrono::microseconds slow_after_{0};   ///< 0: no slow hook
-    /// A group's run, start to answers, as a moving average of the last few (1/8 weight).
-    std::chrono::microseconds typical_{0};
-    std::function<void(placement_actor&)> slow_hook_;
-    boost::asio::steady_timer slow_timer_;
-    bool slow_armed_ = false;        ///< slow_timer_ waits
-    std::uint64_t slow_serial_ = 0;  ///< the group it was armed for
 };
 
 }  // namespace fulltime::actors::detail

@@ -60,10 +60,6 @@ placement_metrics::placement_metrics(metrics::registry& registry)
           "Placements executed again on a fresh connection after theirs broke.")),
       busy_queue_full(registry.make_counter(busy_name, busy_help, R"(reason="queue_full")")),
       busy_deadline(registry.make_counter(busy_name, busy_help, R"(reason="deadline")")),
-      rerouted(registry.make_counter(
-          "fulltime_placement_rerouted_total",
-          "Placements sent, or moved from a queue, past their account's actor to an idle actor of "
-          "the loop because its group had been in the database for placement.reroute_after_ms.")),
       busy_locked(registry.make_counter(busy_name, busy_help, R"(reason="lock_retries")")),
       busy_unavailable(registry.make_counter(busy_name, busy_help, R"(reason="unavailable")")),
       purged_keys(registry.make_counter("fulltime_idempotency_keys_purged_total",

@@ -6,7 +6,6 @@
 #include "actors/idempotency_purge_actor.hpp"
 #include "actors/placement_actor.hpp"
 #include "actors/placement_detail.hpp"
-#include "actors/placement_router.hpp"
 #include "fulltime/actors/bridge.hpp"
 #include "fulltime/actors/placement.hpp"
 #include "fulltime/core/assert.hpp"
@@ -37,8 +36,6 @@ struct placement_service::impl {
     std::vector<placement_loop> loops;
     /// by_loop[i]: the actors of loops[i] (empty when there are more loops than actors).
     std::vector<std::vector<std::shared_ptr<placement_actor>>> by_loop;
-    /// routers[i]: routes loops[i]'s placements to by_loop[i] (null when it has no actor).
-    std::vector<std::shared_ptr<detail::placement_router>> routers;
     std::vector<std::shared_ptr<placement_actor>> all;
     caf::actor purger;
     asio::any_io_executor main;
@@ -51,15 +48,16 @@ struct placement_service::impl {
     std::shared_ptr<std::atomic<std::size_t>> opened_count =
         std::make_shared<std::atomic<std::size_t>>(0);
 
-    // Returns the router of the caller's loop, or null when that loop has no actor (or the
-    // caller is on no loop, as a test may be).
-    detail::placement_router* router_here() {
+    // Picks the actor of `account` among those of the caller's loop, or among all when the
+    // caller's loop has none (or the caller is on no loop, as a test may be).
+    placement_actor& actor_for(std::int64_t account) {
+        const auto key = static_cast<std::uint64_t>(account);
         for (std::size_t i = 0; i < loops.size(); ++i) {
-            if (routers[i] && loops[i].context->get_executor().running_in_this_thread()) {
-                return routers[i].get();
+            if (!by_loop[i].empty() && loops[i].context->get_executor().running_in_this_thread()) {
+                return *by_loop[i][key % by_loop[i].size()];
             }
         }
-        return nullptr;
+        return *all[key % all.size()];
     }
 
     void stop_all() {
@@ -105,16 +103,6 @@ placement_service::placement_service(caf::actor_system& system, std::vector<plac
         impl_->all.push_back(actor);
         asio::co_spawn(loop.context->get_executor(), detail::warm(w), asio::detached);
     }
-    impl_->routers.resize(impl_->loops.size());
-    const std::chrono::microseconds reroute_after =
-        std::chrono::milliseconds(cfg.placement.reroute_after_ms);
-    for (std::size_t l = 0; l < impl_->loops.size(); ++l) {
-        if (!impl_->by_loop[l].empty()) {
-            impl_->routers[l] = std::make_shared<detail::placement_router>(impl_->by_loop[l],
-                                                                           reroute_after, metrics);
-            impl_->routers[l]->start();
-        }
-    }
     auto p = std::make_shared<detail::purge_worker>();
     p->pool = &background;
     p->retention_s = cfg.placement.idempotency_retention_s;
@@ -144,19 +132,15 @@ asio::awaitable<bets::place_result> placement_service::place(bets::place_request
     const auto start = steady::now();
     bets::place_result result;
     steady::time_point answered = start;
-    detail::placement_router* router = nullptr;
     if (st->stopped) {
         result = detail::busy_result(std::string(detail::shutting_down_message));
     } else {
-        // An account's placements go to one actor of the loop (placement_router.hpp).
-        // Correctness does not depend on it (the database decides), but it keeps an account's
-        // placements out of each other's way: they queue together and commit as one group,
-        // instead of several actors' groups waiting on the same balance row lock.
-        const std::int64_t account = request.account_id;
-        router = st->router_here();
+        // An account's placements go to one actor of the loop (by account id). Correctness does
+        // not depend on it (the database decides), but it keeps an account's placements out of
+        // each other's way: they queue together and commit as one group, instead of several
+        // actors' groups waiting on the same balance row lock.
         std::shared_ptr<placement_actor> target =
-            router != nullptr ? router->take(account).shared_from_this()
-                              : st->all[static_cast<std::uint64_t>(account) % st->all.size()];
+            st->actor_for(request.account_id).shared_from_this();
         const auto deadline = start + st->request_timeout;
         auto initiation = [&](auto handler) {
             reply_ptr sink =
@@ -171,9 +155,6 @@ asio::awaitable<bets::place_result> placement_service::place(bets::place_request
             co_await asio::async_initiate<decltype(asio::use_awaitable),
                                           void(bets::place_result, steady::time_point)>(
                 std::move(initiation), asio::use_awaitable);
-        if (router != nullptr) {
-            router->release(account);  // resumed on the same loop: the sink posts there
-        }
     }
     if (answered_at != nullptr) {
         *answered_at = answered;

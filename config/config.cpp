@@ -383,7 +383,6 @@ placement_settings read_placement(const reader& r, const pool_settings& pool) {
              std::to_string(pool.size_max) + "): each actor owns one connection");
     }
     p.group_bets_max = r.size("placement.group_bets_max", 1, limits::placement_group_max);
-    p.reroute_after_ms = r.integer("placement.reroute_after_ms", 0, 60000);
     p.lock_timeout_ms = r.timeout_ms("placement.lock_timeout_ms");
     p.lock_retries_max =
         r.size("placement.lock_retries_max", 0, limits::placement_lock_retries_max);

@@ -27,7 +27,6 @@ config test_config(const std::string& database_url) {
 
     cfg.placement.actors = 4;
     cfg.placement.group_bets_max = 64;
-    cfg.placement.reroute_after_ms = 2;
     cfg.placement.lock_timeout_ms = 50;
     cfg.placement.lock_retries_max = 3;
     cfg.placement.idempotency_retention_s = 86400;

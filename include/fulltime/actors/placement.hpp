@@ -81,7 +81,6 @@ struct placement_metrics {
     metrics::counter& reconnects;        ///< re-executions on a fresh connection
     metrics::counter& busy_queue_full;   ///< an actor's queue was at its bound
     metrics::counter& busy_deadline;     ///< the request's deadline passed first
-    metrics::counter& rerouted;          ///< sent or moved past a slow group to an idle actor
     metrics::counter& busy_locked;       ///< lock timeouts beyond placement.lock_retries_max
     metrics::counter& busy_unavailable;  ///< no usable connection (pool timeout, lost server)
     metrics::counter& purged_keys;       ///< idempotency keys deleted by the purge actor
@@ -128,11 +127,10 @@ public:
     placement_service& operator=(const placement_service&) = delete;
 
     /// Places one bet: hands it to a placement actor of the caller's loop (chosen by account
-    /// id, or an idle one past a slow group: placement.reroute_after_ms), where it may commit with
-    /// other queued placements as one group, and awaits its answer within
-    /// actors.request_timeout_ms. Operating errors are results (busy, failed), never exceptions.
-    /// Awaited on any executor of one of the loops. When `answered_at` is not null it receives when
-    /// the actor answered (for the reply stage).
+    /// id), where it may commit with other queued placements as one group, and awaits its
+    /// answer within actors.request_timeout_ms. Operating errors are results (busy, failed),
+    /// never exceptions. Awaited on any executor of one of the loops. When `answered_at` is not
+    /// null it receives when the actor answered (for the reply stage).
     boost::asio::awaitable<bets::place_result> place(
         bets::place_request request, std::string fingerprint,
         std::chrono::steady_clock::time_point* answered_at = nullptr);

@@ -88,10 +88,8 @@ struct actor_settings {
 
 /// Holds settings of the placement path.
 struct placement_settings {
-    std::size_t actors = 0;          ///< placement actors, each owning one connection
-    std::size_t group_bets_max = 0;  ///< placements committed together, at most
-    /// A bet waiting behind a group in the database this long moves to an idle actor (0: never).
-    std::int64_t reroute_after_ms = 0;
+    std::size_t actors = 0;                    ///< placement actors, each owning one connection
+    std::size_t group_bets_max = 0;            ///< placements committed together, at most
     std::int64_t lock_timeout_ms = 0;          ///< SET LOCAL lock_timeout of a placement
     std::size_t lock_retries_max = 0;          ///< retries after a lock timeout, then `busy`
     std::int64_t idempotency_retention_s = 0;  ///< keys older than this are purged
