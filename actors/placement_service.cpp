@@ -2,6 +2,7 @@
 // workers. See placement.hpp for the threading model; the actors live in
 // actors/placement_actor.cpp and actors/idempotency_purge_actor.cpp.
 
+#include "actors/account_router.hpp"
 #include "actors/handler_sink.hpp"
 #include "actors/idempotency_purge_actor.hpp"
 #include "actors/placement_actor.hpp"
@@ -9,6 +10,7 @@
 #include "fulltime/actors/bridge.hpp"
 #include "fulltime/actors/placement.hpp"
 #include "fulltime/core/assert.hpp"
+#include "fulltime/limits.hpp"
 
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -21,6 +23,7 @@
 #include <caf/all.hpp>
 
 #include <atomic>
+#include <optional>
 #include <tuple>
 #include <vector>
 
@@ -36,6 +39,9 @@ struct placement_service::impl {
     std::vector<placement_loop> loops;
     /// by_loop[i]: the actors of loops[i] (empty when there are more loops than actors).
     std::vector<std::vector<std::shared_ptr<placement_actor>>> by_loop;
+    /// routers[i]: which of by_loop[i] serves an account (touched on loops[i]'s thread only;
+    /// empty optional when the loop has no actors).
+    std::vector<std::optional<detail::account_router>> routers;
     std::vector<std::shared_ptr<placement_actor>> all;
     caf::actor purger;
     asio::any_io_executor main;
@@ -48,16 +54,21 @@ struct placement_service::impl {
     std::shared_ptr<std::atomic<std::size_t>> opened_count =
         std::make_shared<std::atomic<std::size_t>>(0);
 
-    // Picks the actor of `account` among those of the caller's loop, or among all when the
-    // caller's loop has none (or the caller is on no loop, as a test may be).
-    placement_actor& actor_for(std::int64_t account) {
-        const auto key = static_cast<std::uint64_t>(account);
+    static constexpr std::size_t no_loop = static_cast<std::size_t>(-1);
+
+    // Picks the actor of `account` among those of the caller's loop, through the loop's router
+    // (`routed` is then the loop's index, and the caller reports the answer to its router), or by
+    // account id among all actors when the caller's loop has none (or the caller is on no loop,
+    // as a test may be; `routed` is then no_loop).
+    placement_actor& actor_for(std::int64_t account, std::size_t& routed) {
         for (std::size_t i = 0; i < loops.size(); ++i) {
-            if (!by_loop[i].empty() && loops[i].context->get_executor().running_in_this_thread()) {
-                return *by_loop[i][key % by_loop[i].size()];
+            if (routers[i] && loops[i].context->get_executor().running_in_this_thread()) {
+                routed = i;
+                return *by_loop[i][routers[i]->route(account, steady::now())];
             }
         }
-        return *all[key % all.size()];
+        routed = no_loop;
+        return *all[static_cast<std::uint64_t>(account) % all.size()];
     }
 
     void stop_all() {
@@ -103,6 +114,14 @@ placement_service::placement_service(caf::actor_system& system, std::vector<plac
         impl_->all.push_back(actor);
         asio::co_spawn(loop.context->get_executor(), detail::warm(w), asio::detached);
     }
+    impl_->routers.resize(impl_->loops.size());
+    for (std::size_t l = 0; l < impl_->loops.size(); ++l) {
+        if (!impl_->by_loop[l].empty()) {
+            impl_->routers[l].emplace(
+                impl_->by_loop[l].size(),
+                std::chrono::milliseconds(limits::placement_account_linger_ms));
+        }
+    }
     auto p = std::make_shared<detail::purge_worker>();
     p->pool = &background;
     p->retention_s = cfg.placement.idempotency_retention_s;
@@ -132,15 +151,16 @@ asio::awaitable<bets::place_result> placement_service::place(bets::place_request
     const auto start = steady::now();
     bets::place_result result;
     steady::time_point answered = start;
+    std::size_t routed = impl::no_loop;
     if (st->stopped) {
         result = detail::busy_result(std::string(detail::shutting_down_message));
     } else {
-        // An account's placements go to one actor of the loop (by account id). Correctness does
-        // not depend on it (the database decides), but it keeps an account's placements out of
-        // each other's way: they queue together and commit as one group, instead of several
-        // actors' groups waiting on the same balance row lock.
-        std::shared_ptr<placement_actor> target =
-            st->actor_for(request.account_id).shared_from_this();
+        // An active account's placements go to one actor of the loop (detail::account_router).
+        // Correctness does not depend on it (the database decides), but it keeps an account's
+        // placements out of each other's way: they queue together and commit as one group,
+        // instead of several actors' groups waiting on the same balance row lock.
+        const std::int64_t account = request.account_id;
+        std::shared_ptr<placement_actor> target = st->actor_for(account, routed).shared_from_this();
         const auto deadline = start + st->request_timeout;
         auto initiation = [&](auto handler) {
             reply_ptr sink =
@@ -155,6 +175,12 @@ asio::awaitable<bets::place_result> placement_service::place(bets::place_request
             co_await asio::async_initiate<decltype(asio::use_awaitable),
                                           void(bets::place_result, steady::time_point)>(
                 std::move(initiation), asio::use_awaitable);
+        if (routed != impl::no_loop) {
+            // Back on the loop actor_for ran on: its router's thread.
+            FULLTIME_DEBUG_ASSERT(
+                st->loops[routed].context->get_executor().running_in_this_thread());
+            st->routers[routed]->answered(account, steady::now());
+        }
     }
     if (answered_at != nullptr) {
         *answered_at = answered;

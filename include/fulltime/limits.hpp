@@ -226,6 +226,11 @@ inline constexpr std::size_t exposure_shards_max = 64;
 /// request is answered `busy` at once: at a few milliseconds per placement, a full queue is
 /// already most of a second of waiting, and more would only turn into timeouts.
 inline constexpr std::size_t placement_queue_per_actor_max = 256;
+/// An account stays on its placement actor for this long after its last placement was answered
+/// (actors/account_router.hpp): long enough that an account betting several times a second keeps
+/// its actor and its bets keep grouping, short enough that the accounts counted on each actor are
+/// the ones placing now.
+inline constexpr std::int64_t placement_account_linger_ms = 1000;
 /// Upper bound on `placement.group_bets_max`, the placements one actor executes together in one
 /// transaction (natural group commit: the requests that queued while its previous transaction
 /// ran). Bounded because the group holds the balance rows it locked until its one commit, and a

@@ -126,8 +126,9 @@ public:
     placement_service(const placement_service&) = delete;
     placement_service& operator=(const placement_service&) = delete;
 
-    /// Places one bet: hands it to a placement actor of the caller's loop (chosen by account
-    /// id), where it may commit with other queued placements as one group, and awaits its
+    /// Places one bet: hands it to a placement actor of the caller's loop (the loop's account
+    /// router keeps an active account on one actor and spreads accounts evenly over the actors),
+    /// where it may commit with other queued placements as one group, and awaits its
     /// answer within actors.request_timeout_ms. Operating errors are results (busy, failed),
     /// never exceptions. Awaited on any executor of one of the loops. When `answered_at` is not
     /// null it receives when the actor answered (for the reply stage).
