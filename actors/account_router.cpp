@@ -2,6 +2,8 @@
 
 #include "fulltime/core/assert.hpp"
 
+#include <algorithm>
+
 namespace fulltime::actors::detail {
 
 account_router::account_router(std::size_t actors, clock::duration linger)
@@ -16,17 +18,10 @@ std::size_t account_router::route(std::int64_t account, clock::time_point now) {
         touch(it->second, now);
         return it->second.actor;
     }
-    // The least-held actor, searching from where the last search ended: accounts that arrive
-    // while every actor holds as many take the actors in turn.
-    const std::size_t n = held_.size();
-    std::size_t best = next_;
-    for (std::size_t k = 1; k < n; ++k) {
-        const std::size_t i = (next_ + k) % n;
-        if (held_[i] < held_[best]) {
-            best = i;
-        }
-    }
-    next_ = (best + 1) % n;
+    // The least-held actor (the first of equals): accounts that arrive while every actor holds
+    // as many take the actors in turn.
+    const auto best =
+        static_cast<std::size_t>(std::min_element(held_.begin(), held_.end()) - held_.begin());
     ++held_[best];
     order_.push_back(account);
     by_account_.emplace(account, entry{best, 1, now, std::prev(order_.end())});

@@ -54,7 +54,6 @@ private:
     std::vector<std::size_t> held_;  ///< active accounts per actor
     std::unordered_map<std::int64_t, entry> by_account_;
     std::list<std::int64_t> order_;  ///< accounts, least recently touched first
-    std::size_t next_ = 0;           ///< where the search for the least-held actor starts
 };
 
 }  // namespace fulltime::actors::detail
