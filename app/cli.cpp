@@ -281,7 +281,8 @@ int run_command_line(int argc, char** argv) {
     bench_app->add_option("--key-prefix", bench.key_prefix, "idempotency keys' prefix");
     bench_app->add_option("--samples-out", bench.samples_out,
                           "write one line per measured reply to this file: its scheduled (open "
-                          "loop) or send time, Unix seconds; its latency, ms; its outcome");
+                          "loop) or send time, Unix seconds; its latency, ms; its send lag "
+                          "(open loop: how late it left against its schedule), ms; its outcome");
     add_json(bench_app, bench_json, "the output is JSON already (accepted on every command)");
     on_parsed(bench_app, action, [&](const config& cfg) { return bench_command(cfg, bench); });
 

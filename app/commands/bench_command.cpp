@@ -20,10 +20,11 @@
 // was the bottleneck, and how late its writes left against their schedule (send lag).
 //
 // `--samples-out FILE` writes each measured reply as a line (its scheduled or send time in Unix
-// seconds, its latency in ms, its outcome), so that one long run can be cut into windows by time
-// afterwards: scripts/bench-settlement places across a settlement with one run, whose
-// connections are open and warm in every window. SIGINT or SIGTERM ends a run as its duration
-// would: no new requests, the outstanding ones get their replies, and the figures are printed.
+// seconds, its latency in ms, its send lag in ms, its outcome), so that one long run can be cut
+// into windows by time afterwards: scripts/bench-settlement places across a settlement with one
+// run, whose connections are open and warm in every window. SIGINT or SIGTERM ends a run as its
+// duration would: no new requests, the outstanding ones get their replies, and the figures are
+// printed.
 
 #include "app/commands/commands.hpp"
 #include "app/commands/secret.hpp"
@@ -98,6 +99,7 @@ struct bench_options {
 struct reply_sample {
     clock_type::time_point start;
     double latency_ms = 0;
+    double send_lag_ms = 0;  // open loop: write start - scheduled time; closed loop: 0
     std::string outcome;
 };
 
@@ -115,6 +117,7 @@ struct stats {
 struct pending_request {
     clock_type::time_point start;  // scheduled time (open loop) or send time (closed loop)
     bool counted = false;          // after the warm-up
+    double send_lag_ms = 0;        // open loop: write start - scheduled time; closed loop: 0
 };
 
 /// A request as first sent, so that a repeat is an exact retry (same key and parameters).
@@ -211,7 +214,7 @@ asio::awaitable<void> reader(websocket::stream<beast::tcp_stream>& ws, connectio
         }
         ++c.totals->outcomes[outcome];
         if (request.counted && !c.opt->samples_out.empty()) {
-            c.totals->samples.push_back({request.start, latency_ms, outcome});
+            c.totals->samples.push_back({request.start, latency_ms, request.send_lag_ms, outcome});
         }
         wake.cancel();
         if (c.done_sending && c.pending.empty()) {
@@ -268,10 +271,11 @@ asio::awaitable<void> writer(websocket::stream<beast::tcp_stream>& ws, connectio
         const auto now = clock_type::now();
         const auto start = open_loop ? scheduled : now;
         const bool counted = start >= c.measure_from;
-        c.pending.emplace(id, pending_request{start, counted});
+        const double lag_ms =
+            open_loop ? std::chrono::duration<double, std::milli>(now - scheduled).count() : 0.0;
+        c.pending.emplace(id, pending_request{start, counted, lag_ms});
         if (open_loop && counted) {
-            c.totals->send_lag_ms.push_back(
-                std::chrono::duration<double, std::milli>(now - scheduled).count());
+            c.totals->send_lag_ms.push_back(lag_ms);
         }
         ++c.totals->sent;
         auto [ec, n] =
@@ -401,8 +405,8 @@ double cpu_seconds() {
     return s(u.ru_utime) + s(u.ru_stime);
 }
 
-/// One line per measured reply, in the order the replies came: "UNIX_S LATENCY_MS OUTCOME" (the
-/// outcome is the rest of the line: it may hold spaces, "rejected market_closed").
+/// One line per measured reply, in the order the replies came: "UNIX_S LATENCY_MS LAG_MS OUTCOME"
+/// (the outcome is the rest of the line: it may hold spaces, "rejected market_closed").
 void write_samples(const std::string& path, const std::vector<reply_sample>& samples) {
     // The steady clock's times as Unix time: both clocks read once, side by side.
     const auto steady0 = clock_type::now();
@@ -415,7 +419,7 @@ void write_samples(const std::string& path, const std::vector<reply_sample>& sam
     char line[160];
     for (const auto& r : samples) {
         const double t = unix0 + std::chrono::duration<double>(r.start - steady0).count();
-        std::snprintf(line, sizeof line, "%.4f %.3f ", t, r.latency_ms);
+        std::snprintf(line, sizeof line, "%.4f %.3f %.3f ", t, r.latency_ms, r.send_lag_ms);
         out << line << r.outcome << '\n';
     }
     if (!out.flush()) {
