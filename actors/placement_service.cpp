@@ -37,11 +37,14 @@ using detail::steady;
 struct placement_service::impl {
     caf::actor_system* system = nullptr;
     std::vector<placement_loop> loops;
-    /// by_loop[i]: the actors of loops[i] (empty when there are more loops than actors).
-    std::vector<std::vector<std::shared_ptr<placement_actor>>> by_loop;
-    /// routers[i]: which of by_loop[i] serves an account (touched on loops[i]'s thread only;
-    /// empty optional when the loop has no actors).
-    std::vector<std::optional<detail::account_router>> routers;
+    /// One loop's actors and the router that picks among them (touched on the loop's thread
+    /// only). A loop has no actors, and so no router, when there are more loops than actors.
+    struct loop_actors {
+        std::vector<std::shared_ptr<placement_actor>> actors;
+        std::optional<detail::account_router> router;
+    };
+    /// by_loop[i]: the actors of loops[i].
+    std::vector<loop_actors> by_loop;
     std::vector<std::shared_ptr<placement_actor>> all;
     caf::actor purger;
     asio::any_io_executor main;
@@ -62,9 +65,10 @@ struct placement_service::impl {
     // as a test may be; `routed` is then no_loop).
     placement_actor& actor_for(std::int64_t account, std::size_t& routed) {
         for (std::size_t i = 0; i < loops.size(); ++i) {
-            if (routers[i] && loops[i].context->get_executor().running_in_this_thread()) {
+            auto& mine = by_loop[i];
+            if (mine.router && loops[i].context->get_executor().running_in_this_thread()) {
                 routed = i;
-                return *by_loop[i][routers[i]->route(account, steady::now())];
+                return *mine.actors[mine.router->route(account, steady::now())];
             }
         }
         routed = no_loop;
@@ -110,16 +114,14 @@ placement_service::placement_service(caf::actor_system& system, std::vector<plac
         w->opened_count = impl_->opened_count;
         auto actor = std::make_shared<placement_actor>(loop.context->get_executor(), w,
                                                        cfg.placement.group_bets_max);
-        impl_->by_loop[l].push_back(actor);
+        impl_->by_loop[l].actors.push_back(actor);
         impl_->all.push_back(actor);
         asio::co_spawn(loop.context->get_executor(), detail::warm(w), asio::detached);
     }
-    impl_->routers.resize(impl_->loops.size());
-    for (std::size_t l = 0; l < impl_->loops.size(); ++l) {
-        if (!impl_->by_loop[l].empty()) {
-            impl_->routers[l].emplace(
-                impl_->by_loop[l].size(),
-                std::chrono::milliseconds(limits::placement_account_linger_ms));
+    for (auto& mine : impl_->by_loop) {
+        if (!mine.actors.empty()) {
+            mine.router.emplace(mine.actors.size(),
+                                std::chrono::milliseconds(limits::placement_account_linger_ms));
         }
     }
     auto p = std::make_shared<detail::purge_worker>();
@@ -179,7 +181,7 @@ asio::awaitable<bets::place_result> placement_service::place(bets::place_request
             // Back on the loop actor_for ran on: its router's thread.
             FULLTIME_DEBUG_ASSERT(
                 st->loops[routed].context->get_executor().running_in_this_thread());
-            st->routers[routed]->answered(account, steady::now());
+            st->by_loop[routed].router->answered(account, steady::now());
         }
     }
     if (answered_at != nullptr) {
