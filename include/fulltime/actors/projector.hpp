@@ -43,8 +43,8 @@ struct projector_metrics {
 };
 
 /// Runs the projector until `stopped` is set. Spawn it once on the pool's thread. `settling`
-/// says whether a settlement holds a slot now (called from the pool's thread; empty: never),
-/// which read.projector_yield_ms leaves the database to.
+/// says whether a settlement holds a slot now (called from the pool's thread before each page;
+/// empty: never), which read.projector_yield_ms leaves the database to.
 boost::asio::awaitable<void> run_projector(db::pool& pool, read_settings settings,
                                            projector_metrics& metrics,
                                            std::shared_ptr<const std::atomic<bool>> stopped,

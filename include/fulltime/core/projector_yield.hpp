@@ -1,7 +1,7 @@
 #pragma once
 /// When the read model's projector leaves the database to settlement (read.projector_yield_ms).
-/// Pure logic with no clock of its own: the projector asks before each round of pages, with
-/// whether a settlement holds a slot and the time. docs/architecture.md, "Reads".
+/// Pure logic with no clock of its own: the projector asks before each page, with whether a
+/// settlement holds a slot and the time. docs/architecture.md, "Reads".
 
 #include <chrono>
 #include <optional>
@@ -18,8 +18,8 @@ public:
 
     explicit projector_yield(std::chrono::milliseconds limit) noexcept : limit_(limit) {}
 
-    /// Returns whether the projector leaves this round's pages for later: `settling` (a
-    /// settlement holds a slot) and within `limit` of the first round it left since it last
+    /// Returns whether the projector leaves its next page for later: `settling` (a
+    /// settlement holds a slot) and within `limit` of the first page it left since it last
     /// caught up.
     bool yields(bool settling, clock::time_point now) noexcept {
         if (limit_.count() <= 0 || !settling) {
@@ -36,7 +36,7 @@ public:
 
 private:
     std::chrono::milliseconds limit_;
-    std::optional<clock::time_point> since_;  ///< the first round left since the last catch-up
+    std::optional<clock::time_point> since_;  ///< the first page left since the last catch-up
 };
 
 }  // namespace fulltime::reads
