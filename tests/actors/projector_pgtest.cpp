@@ -100,7 +100,7 @@ TEST_CASE("the projector, its yield spent, catches up in full while the settleme
     // row, through three rounds, before it could leave them again.
     REQUIRE_MESSAGE(eventually([&] { return run.rows() == bets && run.yielding(); }, 30s),
                     "rows " << run.rows() << " of " << bets << ", yielding " << run.yielding()
-                                     << ", failed pages " << run.failures());
+                            << ", failed pages " << run.failures());
     CHECK(e.scalar("SELECT count(*) FROM bet_views WHERE market_id = " + std::to_string(market)) ==
           bets);
 }
