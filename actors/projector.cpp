@@ -81,7 +81,8 @@ asio::awaitable<void> run_projector(db::pool& pool, read_settings settings,
             // Asked again before every page, not only every round: a settlement that starts
             // during a round (a page can take 100 ms with a settlement's rows) would otherwise
             // have the projector chasing its batches for up to a whole round; the benchmark's
-            // control leaves its pages from the result on (docs/benchmarks.md, nineteenth pass).
+            // control leaves its pages from the result on
+            // (docs/decisions/0025-projector-yields-to-settlement.md).
             if (page > 0 && yields()) {
                 break;
             }

@@ -224,7 +224,7 @@ asio::awaitable<step_result> run_lanes(std::shared_ptr<settlement_worker> worker
 // steps: each hand-back and grant is a round of messages between threads (the step's result to
 // the actor, the release and the request to the coordinator, the grant, the next step to the
 // io_context) during which the market's database backend sits idle, about 4 ms a batch on a
-// busy machine (docs/benchmarks.md, issue 11, eleventh pass). Between two batches it rests here
+// busy machine (docs/decisions/0014-market-keeps-its-slot.md). Between two batches it rests here
 // as the pacing asks. An event settled in lanes (the step answered `lanes`) runs its lanes side
 // by side here (run_lanes), then steps on to finish it. It keeps the slot until its event is
 // applied, or for limits::settlement_slot_hold_ms once another market waits for a slot; the rest

@@ -3,8 +3,9 @@
 -- fulltime_place_group (db/functions/fulltime_place_group.sql) places a group with a fixed number
 -- of set-based statements, and explains the rules. For one bet its array bookkeeping costs more
 -- than it saves (about 0.9 ms of server CPU against 0.5 ms here, measured in
--- docs/benchmarks.md), and under light load a group is one bet: so the engine calls this
--- function for a group of one, and the pgbench baseline of scripts/bench-placement calls it too.
+-- docs/decisions/0007-set-based-placement-group.md), and under light load a group is one bet:
+-- so the engine calls this function for a group of one, and the pgbench baseline of
+-- scripts/bench-placement calls it too.
 -- The two must give the same outcome, response and rows for the same bets in the same order:
 -- tests/db/placement_group_pgtest.cpp proves it on seeded random groups, calling this function
 -- once per item (tests/db/reference_place.hpp) beside the group function.

@@ -70,14 +70,14 @@
 -- The exposure shard is chosen by the caller, not by bet id. Picked by bet id, the bets of one
 -- group spread over every shard of the market and the placement actors' groups held each other's
 -- shard rows until their commits: under load most lock timeouts (55P03) in the placement path
--- were these waits, and each retried a whole group (docs/benchmarks.md has the measurement). So
--- every group names a preferred shard: a placement actor passes its own index, so two actors'
--- groups do not touch the same shard row until one shard fills. A full shard falls back to the
--- one other shard with the most headroom (in this statement's snapshot; a stale snapshot only
--- costs a refusal, the update itself rechecks the limit), not to the next one, so a busy actor's
--- bets spill where the market still has room instead of being refused while other shards are
--- empty. That fallback locks a second shard row after the preferred ones, out of their order:
--- two groups whose preferred shards are both full may then wait for each other (deadlock,
+-- were these waits, and each retried a whole group (docs/decisions/0002-exposure-shard-by-actor.md
+-- has the measurement). So every group names a preferred shard: a placement actor passes its own
+-- index, so two actors' groups do not touch the same shard row until one shard fills. A full shard
+-- falls back to the one other shard with the most headroom (in this statement's snapshot; a stale
+-- snapshot only costs a refusal, the update itself rechecks the limit), not to the next one, so a
+-- busy actor's bets spill where the market still has room instead of being refused while other
+-- shards are empty. That fallback locks a second shard row after the preferred ones, out of their
+-- order: two groups whose preferred shards are both full may then wait for each other (deadlock,
 -- 40P01, retried by the engine like a lock timeout), as they could before this function.
 --
 -- Rows are locked FOR NO KEY UPDATE: the lock the later UPDATE of the same row takes anyway
@@ -89,7 +89,8 @@
 -- a table just vacuumed), an UPDATE ... FROM unnest(...) is cheapest as a hash join over a
 -- sequential scan of the whole table, and so it stays while the table grows: every group then
 -- scanned every idempotency key and every account (scripts/bench-placement's first run after
--- seeding spent three quarters of the server's CPU there, docs/benchmarks.md). So:
+-- seeding spent three quarters of the server's CPU there,
+-- docs/decisions/0008-plans-independent-of-statistics.md). So:
 --   - seq scans are off for this function (SET below): each lookup is an index probe;
 --   - the shard rows of (e) are locked by one primary-key probe per row (LATERAL);
 --   - the rows this function updates are addressed by the ctid it read them at, and by nothing

@@ -48,13 +48,15 @@
 -- scan of a table (every read is a key's range or a LATERAL probe with LIMIT 1, whatever the
 -- plan), and once per session, not at every call, like fulltime_place_group: planning the page's
 -- statement anew cost about 3.8 ms a call, against a page of a few placements' rows, and an idle
--- projector polls every read.projector_interval_ms (docs/benchmarks.md, issue 11, ninth pass).
+-- projector polls every read.projector_interval_ms
+-- (docs/decisions/0008-plans-independent-of-statistics.md).
 -- JIT is off (the disabled scans' costs would trigger it).
 --
 -- What a settled bet costs (0009_read_model_split.sql): a bet_view_results row appended in
 -- bet_id order, its key's entry at the right edge, and the delete of its bet_view_open row;
 -- no row of bet_view_bets changes. About 260 bytes of WAL and 10 us of the database per bet,
--- against 430 and 17 when a settlement updated each bet's one row (docs/benchmarks.md).
+-- against 430 and 17 when a settlement updated each bet's one row
+-- (docs/decisions/0017-read-model-in-three-tables.md).
 --
 -- consumed_below (the horizon stored in projections and returned): every outbox row of a
 -- transaction with xid < consumed_below is applied. After a page that was not full it is the

@@ -7,7 +7,8 @@
 -- unique: the settlement rows' (bet_id, version, reversal) and the transfers' entry_key. The
 -- inserts are plain, not ON CONFLICT DO NOTHING: a duplicate would be an error that rolls the
 -- whole step back (nothing moves twice, and the market's steps fail loudly), and a plain insert
--- spares each row the confirmation record in the WAL that a speculative insert writes (issue 11).
+-- spares each row the confirmation record in the WAL that a speculative insert writes
+-- (docs/decisions/0010-less-wal-per-settled-bet.md).
 --
 -- Ledger legs (entry_key bet:<bet>:v<version>:<code>, the code = the kind's and the leg's
 -- initials; until 0003_less_wal.sql the two words, bet:<bet>:v<version>:<kind>:<leg>, whose 10
@@ -113,7 +114,7 @@ BEGIN
         -- The bet's market and currency are in bets; the event is the row's.
         -- The entries are six parallel arrays in bet_id order, one per field
         -- (0010_settlement_batch_arrays.sql): a jsonb object per entry cost about 12 us a bet
-        -- to build, the arrays about 3 (docs/benchmarks.md, issue 11, eleventh pass). One
+        -- to build, the arrays about 3 (docs/decisions/0021-settlement-outbox-arrays.md). One
         -- aggregate node reads the sorted entries once and feeds every array the same row.
         INSERT INTO outbox (topic, account_id, payload)
         SELECT 'settlement_batch', NULL,

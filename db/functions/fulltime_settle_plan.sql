@@ -40,9 +40,10 @@ LANGUAGE plpgsql
 -- Planned once per session, not at every step: PL/pgSQL's plan cache judged the plan made for
 -- the step's own values (LIMIT p_batch_size) cheaper than the generic one (a tenth of the market
 -- estimated) and planned the statement again at every step, over every partition of bets and
--- bet_settlements: most of a step's fixed cost, 4.6 ms against 85 us a bet (docs/benchmarks.md,
--- issue 11, ninth pass). Without sequential scans, so that the one plan reads by key whatever
--- the statistics said when it was made; JIT off (the disabled scans' costs would trigger it).
+-- bet_settlements: most of a step's fixed cost, 4.6 ms against 85 us a bet
+-- (docs/decisions/0008-plans-independent-of-statistics.md). Without sequential scans, so that
+-- the one plan reads by key whatever the statistics said when it was made; JIT off (the disabled
+-- scans' costs would trigger it).
 SET plan_cache_mode = force_generic_plan
 SET enable_seqscan = off
 SET jit = off
@@ -86,7 +87,8 @@ BEGIN
         -- under its progress or lane row's lock), so a row it wrote for the bet (a reversal of
         -- version v, an effect v + 1) is above every older row of the bet, and the bet has a row of
         -- this event exactly when its newest row is one. No index on the event is kept for the
-        -- probe: every settled bet would pay its insert in the WAL (issue 11). Every probe names
+        -- probe: every settled bet would pay its insert in the WAL
+        -- (docs/decisions/0010-less-wal-per-settled-bet.md). Every probe names
         -- the bet's placed_at, the partition key of bet_settlements (migration 0005): it reads the
         -- one partition of the bet's period, not all of them.
         LEFT JOIN LATERAL (

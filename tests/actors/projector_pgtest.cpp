@@ -7,7 +7,7 @@
 // transaction holds the cluster's xmin below the placements' own, db/projection_pgtest.cpp.)
 // - It leaves the rest of its round at the next page, not at the round's end: a settlement that
 //   starts under a round would otherwise have the projector's pages beside its batches for up
-//   to sixteen of them (docs/benchmarks.md, nineteenth pass).
+//   to sixteen of them (docs/decisions/0025-projector-yields-to-settlement.md).
 // - Its yield spent, it catches up in full while the settlement still holds its slot (the read
 //   model is at most the yield and one catch-up behind), and then leaves its pages again.
 

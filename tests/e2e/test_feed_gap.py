@@ -1,4 +1,4 @@
-"""A producer's anomalies in a market's `seq` (issue 18, finding 5) against a running engine:
+"""A producer's anomalies in a market's `seq` against a running engine:
 a seq beyond PostgreSQL's integer, and a hole that held every later event back for good. The
 operator closes the hole (POST /v1/feed/markets/{id}/close-gap, or `fulltime close-gap` from the
 command line), the events after it apply,

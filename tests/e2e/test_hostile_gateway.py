@@ -1,4 +1,4 @@
-"""End-to-end tests of the gateway against hostile clients (issue 18): connection slots shared
+"""End-to-end tests of the gateway against hostile clients: connection slots shared
 per source address and per account, a header deadline for half-sent requests, health checks
 answered when every slot is taken, /readyz from a cached check, the descriptor limit raised (or
 connections_max lowered) at start, strict HTTP framing against request smuggling, HEAD, and

@@ -1,4 +1,4 @@
-"""Hostile WebSocket clients (issue 18): a client that asks for large replies and never reads
+"""Hostile WebSocket clients: a client that asks for large replies and never reads
 them costs the engine a bounded number of bytes and is closed with 1008, and the memory comes
 back after; a session does not outlive its token."""
 

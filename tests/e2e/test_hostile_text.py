@@ -1,4 +1,4 @@
-"""End-to-end hostile text (issue 18, findings 2, 6 and 10): text that no request can succeed
+"""End-to-end hostile text (docs/protocol.md, "Text"): text that no request can succeed
 with, a NUL character (escaped as \\u0000 or a raw byte), bytes that are not UTF-8, a key twice in
 one object, bytes after the JSON document, is refused where it is parsed with invalid_request or
 invalid_json (400 over HTTP), never `internal` or a retryable 503; it writes nothing, logs no

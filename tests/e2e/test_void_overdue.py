@@ -1,4 +1,4 @@
-"""End-to-end `fulltime void-overdue` (issue 5, part B) against a running engine: bets placed
+"""End-to-end `fulltime void-overdue` against a running engine: bets placed
 over WebSocket, a market past its reservation deadline, the command run while `fulltime serve`
 runs (the engine's settlement finds the stored event on its scan and voids the open bets), the
 bettor pushed `bet_settled` with outcome void, the command run again (a duplicate: nothing voided

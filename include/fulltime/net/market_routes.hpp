@@ -1,5 +1,5 @@
 #pragma once
-/// Market-level HTTP routes of issue 5 (docs/protocol-feed.md):
+/// Market-level HTTP routes (docs/protocol-feed.md):
 /// - `POST /v1/markets/{id}/void-overdue` (admin token): the operator's void of the market's
 ///   open bets past their reservation deadline, as `fulltime void-overdue` does; body optional
 ///   `{"key":"..","force":true}`.
