@@ -306,13 +306,12 @@ std::string seconds_text(double s) {
     return buf;
 }
 
-// The newest sample and the verdict as Prometheus series, at scrape time.
-void render(const peak_history& history, std::string& out) {
-    const auto s = history.latest();
-    const auto v = history.verdict();
-    using metrics::append_header;
-    using metrics::append_sample;
-    using metrics::label;
+using metrics::append_header;
+using metrics::append_sample;
+using metrics::label;
+
+// The sampler's own counters and the verdict, which are there before the first sample.
+void render_verdict(const peak_history& history, const diagnosis::verdict& v, std::string& out) {
     append_header(out, "fulltime_diagnostics_samples_total", "Peak samples taken.", "counter");
     append_sample(out, "fulltime_diagnostics_samples_total", "",
                   std::to_string(history.samples_total()));
@@ -329,9 +328,9 @@ void render(const peak_history& history, std::string& out) {
         append_sample(out, "fulltime_diagnosis_verdict", label("verdict", diagnosis::name(code)),
                       v.primary.code == code ? "1" : "0");
     }
-    if (s.t_ms == 0) {
-        return;
-    }
+}
+
+void render_backlog(const diagnosis::sample& s, std::string& out) {
     // The overall backlog age is the settlement coordinator's
     // fulltime_settlement_backlog_age_seconds (one family has one source); the sampler adds the
     // oldest markets'.
@@ -343,9 +342,9 @@ void render(const peak_history& history, std::string& out) {
                       label("market", std::to_string(m.market_id)),
                       seconds_text(static_cast<double>(m.age_ms) / 1e3));
     }
-    if (!s.database_ok) {
-        return;
-    }
+}
+
+void render_sessions(const diagnosis::sample& s, std::string& out) {
     append_header(out, "fulltime_db_lock_waiting_sessions",
                   "Sessions of the engine's database waiting for a lock.", "gauge");
     append_sample(out, "fulltime_db_lock_waiting_sessions", "", std::to_string(s.lock_waiters));
@@ -359,6 +358,9 @@ void render(const peak_history& history, std::string& out) {
         out, "fulltime_db_oldest_transaction_age_seconds", "",
         seconds_text(s.oldest_transaction ? static_cast<double>(s.oldest_transaction->age_ms) / 1e3
                                           : 0.0));
+}
+
+void render_tables(const diagnosis::sample& s, std::string& out) {
     append_header(out, "fulltime_db_table_dead_tuples", "Dead tuples of a hot table.", "gauge");
     for (const auto& t : s.tables) {
         append_sample(out, "fulltime_db_table_dead_tuples", label("table", t.name),
@@ -382,6 +384,9 @@ void render(const peak_history& history, std::string& out) {
         append_sample(out, "fulltime_db_table_last_autovacuum_timestamp_seconds",
                       label("table", t.name), std::to_string(t.last_autovacuum_s));
     }
+}
+
+void render_replication(const diagnosis::sample& s, std::string& out) {
     if (!s.replicas.empty()) {
         append_header(out, "fulltime_db_replica_replay_lag_seconds",
                       "Replay lag of each standby (pg_stat_replication).", "gauge");
@@ -410,6 +415,9 @@ void render(const peak_history& history, std::string& out) {
                           label("slot", sl.name) + "," + label("status", sl.wal_status), "1");
         }
     }
+}
+
+void render_bouncer(const diagnosis::sample& s, std::string& out) {
     if (s.bouncer) {
         append_header(out, "fulltime_pgbouncer_clients_waiting",
                       "PgBouncer clients waiting for a server connection (SHOW POOLS).", "gauge");
@@ -421,6 +429,24 @@ void render(const peak_history& history, std::string& out) {
         append_sample(out, "fulltime_pgbouncer_max_wait_seconds", "",
                       seconds_text(static_cast<double>(s.bouncer->max_wait_us) / 1e6));
     }
+}
+
+// The newest sample and the verdict as Prometheus series, at scrape time.
+void render(const peak_history& history, std::string& out) {
+    const auto s = history.latest();
+    const auto v = history.verdict();
+    render_verdict(history, v, out);
+    if (s.t_ms == 0) {
+        return;
+    }
+    render_backlog(s, out);
+    if (!s.database_ok) {
+        return;
+    }
+    render_sessions(s, out);
+    render_tables(s, out);
+    render_replication(s, out);
+    render_bouncer(s, out);
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include <boost/asio/use_awaitable.hpp>
 
 #include <algorithm>
+#include <optional>
 #include <string>
 
 namespace fulltime::actors::detail {
@@ -41,6 +42,103 @@ group_answer all(std::size_t n, const bets::place_result& r) {
     return group_answer{std::vector<bets::place_result>(n, r), {}, {}};
 }
 
+// The group as fulltime_place_group's array parameters.
+db::place_group_params encode_group(const std::vector<group_item>& items) {
+    std::vector<db::place_group_item> entries;
+    entries.reserve(items.size());
+    for (const auto& it : items) {
+        entries.push_back(db::place_group_item{&it.request, it.fingerprint});
+    }
+    return db::encode_place_group(entries);
+}
+
+// The answer for every item when the group may not run (any more): the worker stopped or the
+// deadline passed.
+std::optional<group_answer> refusal_before_call(const placement_worker& w, steady::time_point now,
+                                                steady::time_point deadline, std::size_t n) {
+    if (w.closed) {
+        return all(n, busy_result("the server is shutting down: retry with the same "
+                                  "idempotency_key"));
+    }
+    if (now >= deadline) {
+        w.metrics->busy_deadline.inc();
+        return all(n, busy_result("the placement did not complete in time: retry with the same "
+                                  "idempotency_key"));
+    }
+    return std::nullopt;
+}
+
+// One answer per item from fulltime_place_group's rows, in the items' order; an item without a
+// readable row fails alone, a row count other than one per item fails the whole group.
+group_answer answer_rows(const db::place_group_rows& rows, std::size_t n, std::uint64_t commit_lsn,
+                         steady::time_point sent, steady::time_point back) {
+    if (rows.size() != static_cast<int>(n)) {
+        log::error("placement: fulltime_place_group returned " + std::to_string(rows.size()) +
+                   " rows for " + std::to_string(n));
+        return all(n, failed_result());
+    }
+    std::vector<bets::place_result> results(n, failed_result());
+    for (int row = 0; row < rows.size(); ++row) {
+        auto read = rows.at(row);
+        if (!read || read->item < 1 || static_cast<std::size_t>(read->item) > n) {
+            log::error("placement: fulltime_place_group returned an unexpected shape");
+            continue;
+        }
+        auto result = bets::read_place_outcome(read->outcome, read->response);
+        if (!result) {
+            log::error("placement: " + result.error().message);
+            continue;
+        }
+        result->xid = read->xid;
+        result->commit_lsn = read->xid != 0 ? commit_lsn : 0;
+        results[static_cast<std::size_t>(read->item - 1)] = std::move(*result);
+    }
+    return group_answer{std::move(results), sent, back};
+}
+
+/// Holds the tries a group has left: after lock timeouts and after lost connections.
+struct tries {
+    std::size_t lock_retries = 0;
+    std::size_t reconnects = 0;
+};
+
+/// Says what follows a failed fulltime_place_group.
+enum class after_failure { retry, busy_locked, busy_unavailable, run_alone };
+
+// Classifies a failed call, counting it in the metrics and in `used`.
+after_failure classify_failure(const db::failure& f, bool broken, const placement_worker& w,
+                               tries& used) {
+    placement_metrics& m = *w.metrics;
+    if (f.retryable()) {
+        // Lock timeout (or deadlock / serialization failure): the function rolled back
+        // everything, key included, so running it again with the same key is safe.
+        if (f.code == db::errc::lock_timeout) {
+            m.lock_timeouts.inc();
+        }
+        if (used.lock_retries < w.lock_retries_max) {
+            ++used.lock_retries;
+            m.retries.inc();
+            return after_failure::retry;
+        }
+        m.busy_locked.inc();
+        return after_failure::busy_locked;
+    }
+    if (broken || f.code == db::errc::connection_lost || f.code == db::errc::deadline_exceeded) {
+        // Whether the lost call committed is unknown; the same key makes the next execution
+        // return its result if it did.
+        log::warn("placement: connection failed mid-call: " + db::describe(f));
+        if (used.reconnects < limits::placement_reconnects_max) {
+            ++used.reconnects;
+            m.reconnects.inc();
+            return after_failure::retry;
+        }
+        m.busy_unavailable.inc();
+        return after_failure::busy_unavailable;
+    }
+    log::error("placement: fulltime_place_group failed: " + db::describe(f));
+    return after_failure::run_alone;
+}
+
 }  // namespace
 
 bets::place_result busy_result(std::string message) {
@@ -50,32 +148,41 @@ bets::place_result busy_result(std::string message) {
     return r;
 }
 
+namespace {
+
+// Whatever failed may be one item's doing: each runs again alone, so only the bad one fails.
+// The group rolled back as a whole, so no item has run yet.
+asio::awaitable<group_answer> execute_alone(std::shared_ptr<placement_worker> worker,
+                                            std::vector<group_item> items,
+                                            steady::time_point deadline) {
+    group_answer alone;
+    alone.results.reserve(items.size());
+    for (auto& it : items) {
+        std::vector<group_item> one;
+        one.push_back(std::move(it));
+        group_answer a = co_await execute_group(worker, std::move(one), deadline);
+        alone.results.push_back(std::move(a.results.front()));
+        alone.sent = a.sent;
+        alone.back = a.back;
+    }
+    co_return alone;
+}
+
+}  // namespace
+
 asio::awaitable<group_answer> execute_group(std::shared_ptr<placement_worker> worker,
                                             std::vector<group_item> items,
                                             steady::time_point deadline) {
     FULLTIME_DEBUG_ASSERT(!items.empty() && items.size() <= limits::placement_group_max);
     placement_worker& w = *worker;
     const std::size_t n = items.size();
-    std::vector<db::place_group_item> entries;
-    entries.reserve(n);
-    for (const auto& it : items) {
-        entries.push_back(db::place_group_item{&it.request, it.fingerprint});
-    }
-    const db::place_group_params group = db::encode_place_group(entries);
+    const db::place_group_params group = encode_group(items);
     placement_metrics& m = *w.metrics;
-    std::size_t lock_retries = 0;
-    std::size_t reconnects = 0;
+    tries used;
     for (;;) {
         const auto now = steady::now();
-        if (w.closed) {
-            co_return all(n, busy_result("the server is shutting down: retry with the same "
-                                         "idempotency_key"));
-        }
-        if (now >= deadline) {
-            m.busy_deadline.inc();
-            co_return all(n,
-                          busy_result("the placement did not complete in time: retry with the same "
-                                      "idempotency_key"));
+        if (auto refused = refusal_before_call(w, now, deadline, n)) {
+            co_return std::move(*refused);
         }
         if (!w.conn) {
             auto acquired = co_await w.pool->acquire();
@@ -117,76 +224,24 @@ asio::awaitable<group_answer> execute_group(std::shared_ptr<placement_worker> wo
             w.conn = std::move(conn);
         }
         if (rows) {
-            if (rows->size() != static_cast<int>(n)) {
-                log::error("placement: fulltime_place_group returned " +
-                           std::to_string(rows->size()) + " rows for " + std::to_string(n));
-                co_return all(n, failed_result());
-            }
-            std::vector<bets::place_result> results(n, failed_result());
-            for (int row = 0; row < rows->size(); ++row) {
-                auto read = rows->at(row);
-                if (!read || read->item < 1 || static_cast<std::size_t>(read->item) > n) {
-                    log::error("placement: fulltime_place_group returned an unexpected shape");
-                    continue;
-                }
-                auto result = bets::read_place_outcome(read->outcome, read->response);
-                if (!result) {
-                    log::error("placement: " + result.error().message);
-                    continue;
-                }
-                result->xid = read->xid;
-                result->commit_lsn = read->xid != 0 ? commit_lsn : 0;
-                results[static_cast<std::size_t>(read->item - 1)] = std::move(*result);
-            }
-            co_return group_answer{std::move(results), sent, back};
+            co_return answer_rows(*rows, n, commit_lsn, sent, back);
         }
-        const db::failure& f = rows.error();
-        if (f.retryable()) {
-            // Lock timeout (or deadlock / serialization failure): the function rolled back
-            // everything, key included, so running it again with the same key is safe.
-            if (f.code == db::errc::lock_timeout) {
-                m.lock_timeouts.inc();
-            }
-            if (lock_retries < w.lock_retries_max) {
-                ++lock_retries;
-                m.retries.inc();
+        switch (classify_failure(rows.error(), broken, w, used)) {
+            case after_failure::retry:
                 continue;
-            }
-            m.busy_locked.inc();
-            co_return all(n,
-                          busy_result("the account is busy: retry with the same idempotency_key"));
+            case after_failure::busy_locked:
+                co_return all(
+                    n, busy_result("the account is busy: retry with the same idempotency_key"));
+            case after_failure::busy_unavailable:
+                co_return all(n, busy_result("the database is unavailable: retry with the same "
+                                             "idempotency_key"));
+            case after_failure::run_alone:
+                break;
         }
-        if (broken || f.code == db::errc::connection_lost ||
-            f.code == db::errc::deadline_exceeded) {
-            // Whether the lost call committed is unknown; the same key makes the next execution
-            // return its result if it did.
-            log::warn("placement: connection failed mid-call: " + db::describe(f));
-            if (reconnects < limits::placement_reconnects_max) {
-                ++reconnects;
-                m.reconnects.inc();
-                continue;
-            }
-            m.busy_unavailable.inc();
-            co_return all(n, busy_result("the database is unavailable: retry with the same "
-                                         "idempotency_key"));
-        }
-        log::error("placement: fulltime_place_group failed: " + db::describe(f));
         if (n == 1) {
             co_return all(n, failed_result());
         }
-        // Whatever failed may be one item's doing: each runs again alone, so only the bad one
-        // fails. The group rolled back as a whole, so no item has run yet.
-        group_answer alone;
-        alone.results.reserve(n);
-        for (auto& it : items) {
-            std::vector<group_item> one;
-            one.push_back(std::move(it));
-            group_answer a = co_await execute_group(worker, std::move(one), deadline);
-            alone.results.push_back(std::move(a.results.front()));
-            alone.sent = a.sent;
-            alone.back = a.back;
-        }
-        co_return alone;
+        co_return co_await execute_alone(worker, std::move(items), deadline);
     }
 }
 

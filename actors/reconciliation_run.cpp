@@ -129,22 +129,22 @@ reconcile_run_settings reconcile_run_settings::from(const config& cfg) {
     return s;
 }
 
-asio::awaitable<db::outcome<reconcile_summary>> reconcile_once(
-    db::pool& pool, reconcile_run_settings settings,
-    std::shared_ptr<const std::atomic<bool>> stop) {
-    const auto start = steady::now();
-    const run_guard guard{start + settings.run_timeout, std::move(stop)};
-    reconcile_summary out;
-    out.started_at = utc_now_text();
-    db::reconcile_call_options options;
-    options.transaction.lock_timeout_ms = settings.lock_timeout_ms;
-    options.transaction.statement_timeout_ms = settings.statement_timeout_ms;
-    options.query_timeout = settings.query_timeout;
-    options.lock_retries_max = limits::reconcile_step_lock_retries_max;
-    std::map<std::string, currency_totals> totals;
+namespace {
 
-    // 1. The accounts, chunk by chunk. A chunk with fewer accounts than asked is the last one
-    //    (its ledger range is open-ended, see db/functions/fulltime_reconcile_transfers.sql).
+/// Holds what one run has found so far, and the options each of its steps calls with. It lives
+/// in reconcile_once's frame, which awaits each step to its end.
+struct run_state {
+    reconcile_summary out;
+    std::map<std::string, currency_totals> totals;
+    db::reconcile_call_options options;
+};
+
+// 1. The accounts, chunk by chunk. A chunk with fewer accounts than asked is the last one (its
+//    ledger range is open-ended, see db/functions/fulltime_reconcile_transfers.sql).
+asio::awaitable<std::optional<db::failure>> check_accounts(db::pool& pool,
+                                                           reconcile_run_settings settings,
+                                                           run_guard guard, run_state& run) {
+    reconcile_summary& out = run.out;
     std::int64_t after_account = 0;
     for (;;) {
         if (auto stopped = guard.check()) {
@@ -157,7 +157,7 @@ asio::awaitable<db::outcome<reconcile_summary>> reconcile_once(
                 co_return conn.error();
             }
             chunk = co_await db::reconcile_accounts_chunk(
-                **conn, after_account, settings.chunk_accounts, out.started_at, options);
+                **conn, after_account, settings.chunk_accounts, out.started_at, run.options);
         }
         if (!chunk) {
             co_return chunk.error();
@@ -170,7 +170,7 @@ asio::awaitable<db::outcome<reconcile_summary>> reconcile_once(
         out.drifts += chunk->drifts;
         add_changes(out, chunk->changes);
         for (const auto& [code, accounts] : chunk->accounts_per_currency) {
-            if (auto f = add_currency(totals, code, accounts, 0)) {
+            if (auto f = add_currency(run.totals, code, accounts, 0)) {
                 co_return *f;
             }
         }
@@ -180,8 +180,14 @@ asio::awaitable<db::outcome<reconcile_summary>> reconcile_once(
         after_account = *chunk->last_account;
         co_await pause(settings.chunk_pause);
     }
+    co_return std::nullopt;
+}
 
-    // 2. The ledger, chunk by chunk, adding up each currency's sum.
+// 2. The ledger, chunk by chunk, adding up each currency's sum.
+asio::awaitable<std::optional<db::failure>> check_ledger(db::pool& pool,
+                                                         reconcile_run_settings settings,
+                                                         run_guard guard, run_state& run) {
+    reconcile_summary& out = run.out;
     std::int64_t after_transfer = 0;
     for (;;) {
         co_await pause(settings.chunk_pause);
@@ -195,7 +201,7 @@ asio::awaitable<db::outcome<reconcile_summary>> reconcile_once(
                 co_return conn.error();
             }
             chunk = co_await db::reconcile_transfers_chunk(
-                **conn, after_transfer, settings.chunk_transfers, out.started_at, options);
+                **conn, after_transfer, settings.chunk_transfers, out.started_at, run.options);
         }
         if (!chunk) {
             co_return chunk.error();
@@ -205,7 +211,7 @@ asio::awaitable<db::outcome<reconcile_summary>> reconcile_once(
         out.mismatches += chunk->mismatches;
         add_changes(out, chunk->changes);
         for (const auto& [code, sum] : chunk->currency_sums) {
-            if (auto f = add_currency(totals, code, 0, sum)) {
+            if (auto f = add_currency(run.totals, code, 0, sum)) {
                 co_return *f;
             }
         }
@@ -214,41 +220,75 @@ asio::awaitable<db::outcome<reconcile_summary>> reconcile_once(
         }
         after_transfer = *chunk->last_transfer;
     }
+    co_return std::nullopt;
+}
 
-    // 3. The currencies' sums over the whole ledger, then what is open now.
+// 3. The currencies' sums over the whole ledger, then what is open now.
+asio::awaitable<std::optional<db::failure>> check_currencies(db::pool& pool,
+                                                             reconcile_run_settings settings,
+                                                             run_guard guard, run_state& run) {
     if (auto stopped = guard.check()) {
         co_return *stopped;
     }
-    {
-        auto conn = co_await pool.acquire();
-        if (!conn) {
-            co_return conn.error();
-        }
-        std::vector<std::pair<std::string, std::int64_t>> sums;
-        sums.reserve(totals.size());
-        for (const auto& [code, t] : totals) {
-            sums.emplace_back(code, t.sum_minor);
-        }
-        auto changes =
-            co_await db::reconcile_currencies(**conn, std::move(sums), out.started_at, options);
-        if (!changes) {
-            co_return changes.error();
-        }
-        add_changes(out, *changes);
-        auto open = co_await db::count_open_incidents(**conn, settings.query_timeout);
-        if (!open) {
-            co_return open.error();
-        }
-        for (std::size_t k = 0; k < db::incident_kinds.size(); ++k) {
-            out.incidents_open.emplace_back(std::string(db::incident_kinds[k]), (*open)[k]);
-        }
+    reconcile_summary& out = run.out;
+    auto conn = co_await pool.acquire();
+    if (!conn) {
+        co_return conn.error();
     }
-    for (const auto& [code, t] : totals) {
+    std::vector<std::pair<std::string, std::int64_t>> sums;
+    sums.reserve(run.totals.size());
+    for (const auto& [code, t] : run.totals) {
+        sums.emplace_back(code, t.sum_minor);
+    }
+    auto changes =
+        co_await db::reconcile_currencies(**conn, std::move(sums), out.started_at, run.options);
+    if (!changes) {
+        co_return changes.error();
+    }
+    add_changes(out, *changes);
+    auto open = co_await db::count_open_incidents(**conn, settings.query_timeout);
+    if (!open) {
+        co_return open.error();
+    }
+    for (std::size_t k = 0; k < db::incident_kinds.size(); ++k) {
+        out.incidents_open.emplace_back(std::string(db::incident_kinds[k]), (*open)[k]);
+    }
+    co_return std::nullopt;
+}
+
+}  // namespace
+
+asio::awaitable<db::outcome<reconcile_summary>> reconcile_once(
+    db::pool& pool, reconcile_run_settings settings,
+    std::shared_ptr<const std::atomic<bool>> stop) {
+    const auto start = steady::now();
+    const run_guard guard{start + settings.run_timeout, std::move(stop)};
+    run_state run;
+    run.out.started_at = utc_now_text();
+    run.options.transaction.lock_timeout_ms = settings.lock_timeout_ms;
+    run.options.transaction.statement_timeout_ms = settings.statement_timeout_ms;
+    run.options.query_timeout = settings.query_timeout;
+    run.options.lock_retries_max = limits::reconcile_step_lock_retries_max;
+
+    const auto accounts_failed = co_await check_accounts(pool, settings, guard, run);
+    if (accounts_failed) {
+        co_return *accounts_failed;
+    }
+    const auto ledger_failed = co_await check_ledger(pool, settings, guard, run);
+    if (ledger_failed) {
+        co_return *ledger_failed;
+    }
+    const auto currencies_failed = co_await check_currencies(pool, settings, guard, run);
+    if (currencies_failed) {
+        co_return *currencies_failed;
+    }
+    reconcile_summary& out = run.out;
+    for (const auto& [code, t] : run.totals) {
         out.currencies.push_back(reconciled_currency{code, t.accounts, t.sum_minor});
     }
     out.duration_ms =
         std::chrono::duration_cast<std::chrono::milliseconds>(steady::now() - start).count();
-    co_return out;
+    co_return std::move(out);
 }
 
 std::string to_json(const reconcile_summary& s) {

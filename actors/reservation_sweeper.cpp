@@ -64,6 +64,53 @@ void sweep_memory::remember(std::int64_t market, std::int64_t bet_id_max, std::i
     clean_[market] = {bet_id_max, applied_seq};
 }
 
+namespace {
+
+/// Holds what an overdue market's open bets add up to.
+struct open_bets_found {
+    std::int64_t open_bets = 0;
+    nlohmann::json reserved = nlohmann::json::object();
+    std::optional<std::string> oldest;  ///< the oldest open bet's placed_at
+};
+
+// Reads an overdue market's open bets, chunk by chunk, at most sweep_chunks_per_market_max.
+asio::awaitable<db::outcome<open_bets_found>> read_open_bets(db::connection& conn,
+                                                             std::int64_t market_id,
+                                                             std::int64_t batch) {
+    open_bets_found found;
+    std::int64_t after_bet = 0;
+    for (std::size_t chunk = 0; chunk < limits::sweep_chunks_per_market_max; ++chunk) {
+        auto read = co_await db::read_open_bets_chunk(conn, market_id, after_bet, batch);
+        if (!read) {
+            co_return read.error();
+        }
+        if (!read->last_bet_id) {
+            break;
+        }
+        after_bet = *read->last_bet_id;
+        found.open_bets += read->open_bets;
+        add_reserved(found.reserved, read->reserved_json);
+        // RFC 3339 in UTC: text order is time order.
+        if (read->oldest_placed_at && (!found.oldest || *read->oldest_placed_at < *found.oldest)) {
+            found.oldest = read->oldest_placed_at;
+        }
+    }
+    co_return found;
+}
+
+// Counts what note_overdue did to the market's incident.
+void count_note(sweep_report& report, const std::string& noted) {
+    if (noted == "opened") {
+        ++report.opened;
+    } else if (noted == "updated") {
+        ++report.updated;
+    } else if (noted == "resolved") {
+        ++report.resolved;
+    }
+}
+
+}  // namespace
+
 asio::awaitable<sweep_report> sweep_reservations(db::pool& pool, reservation_settings settings,
                                                  std::shared_ptr<sweep_memory> memory) {
     const auto start = std::chrono::steady_clock::now();
@@ -112,44 +159,24 @@ asio::awaitable<sweep_report> sweep_reservations(db::pool& pool, reservation_set
             if (!conn) {
                 co_return fail("no background connection: " + db::describe(conn.error()));
             }
-            std::int64_t open_bets = 0;
-            nlohmann::json reserved = nlohmann::json::object();
-            std::optional<std::string> oldest;
+            open_bets_found found;
             if (m.overdue) {
                 ++report.markets_scanned;
-                std::int64_t after_bet = 0;
-                for (std::size_t chunk = 0; chunk < limits::sweep_chunks_per_market_max; ++chunk) {
-                    auto read =
-                        co_await db::read_open_bets_chunk(**conn, m.market_id, after_bet, batch);
-                    if (!read) {
-                        co_return fail("reading market " + std::to_string(m.market_id) +
-                                       "'s bets: " + db::describe(read.error()));
-                    }
-                    if (!read->last_bet_id) {
-                        break;
-                    }
-                    after_bet = *read->last_bet_id;
-                    open_bets += read->open_bets;
-                    add_reserved(reserved, read->reserved_json);
-                    // RFC 3339 in UTC: text order is time order.
-                    if (read->oldest_placed_at && (!oldest || *read->oldest_placed_at < *oldest)) {
-                        oldest = read->oldest_placed_at;
-                    }
+                auto read = co_await read_open_bets(**conn, m.market_id, batch);
+                if (!read) {
+                    co_return fail("reading market " + std::to_string(m.market_id) +
+                                   "'s bets: " + db::describe(read.error()));
                 }
+                found = std::move(*read);
             }
+            const std::int64_t open_bets = found.open_bets;
             auto noted = co_await db::note_overdue(**conn, m.market_id, m.deadline, open_bets,
-                                                   reserved.dump(), oldest);
+                                                   found.reserved.dump(), found.oldest);
             if (!noted) {
                 co_return fail("recording market " + std::to_string(m.market_id) + ": " +
                                db::describe(noted.error()));
             }
-            if (*noted == "opened") {
-                ++report.opened;
-            } else if (*noted == "updated") {
-                ++report.updated;
-            } else if (*noted == "resolved") {
-                ++report.resolved;
-            }
+            count_note(report, *noted);
             if (m.overdue && open_bets > 0) {
                 ++report.overdue_markets;
                 report.overdue_bets += open_bets;

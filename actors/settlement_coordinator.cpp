@@ -146,10 +146,9 @@ void start_scan(coordinator_actor* self) {
                             [worker = st.settings.worker] { return scan_backlog(worker); });
 }
 
-caf::behavior coordinator_behavior(coordinator_actor* self, settlement_actor_settings settings,
-                                   std::size_t slots) {
-    self->state.settings = std::move(settings);
-    self->state.slots_free = slots;
+// Sets the governor's gauges to their starting values, and starts the governor when this
+// process places bets.
+void start_governor(coordinator_actor* self) {
     auto& m = *self->state.settings.metrics;
     m.governor_batch_bets.set(self->state.settings.governor.batch_max);
     m.governor_placement_p99_us.set(settlement_metrics::no_placement_p99);
@@ -170,6 +169,78 @@ caf::behavior coordinator_behavior(coordinator_actor* self, settlement_actor_set
         self->state.settled_moved_at = std::chrono::steady_clock::now();
         self->send(self, govern_atom::value);
     }
+}
+
+// A market actor asks for a settlement slot: granted now, or queued until one is released.
+void grant_slot(coordinator_actor* self) {
+    auto& st = self->state;
+    auto asker = caf::actor_cast<caf::actor>(self->current_sender());
+    if (!asker) {
+        return;
+    }
+    if (st.slots_free > 0) {
+        --st.slots_free;
+        self->send(asker, granted_atom::value);
+    } else {
+        st.waiting.push_back(std::move(asker));
+        publish_waiting(st);
+    }
+}
+
+// A slot comes back: it goes to the longest waiting actor, else back to the free ones.
+void release_slot(coordinator_actor* self) {
+    auto& st = self->state;
+    if (!st.waiting.empty()) {
+        auto next = std::move(st.waiting.front());
+        st.waiting.pop_front();
+        publish_waiting(st);
+        self->send(next, granted_atom::value);
+    } else {
+        ++st.slots_free;
+    }
+}
+
+// A market actor found nothing to do: it retires unless it was woken since it last looked.
+void on_idle(coordinator_actor* self, std::int64_t market_id, std::uint64_t seen) {
+    auto& st = self->state;
+    auto it = st.markets.find(market_id);
+    if (it == st.markets.end()) {
+        return;
+    }
+    if (it->second.wakes == seen) {
+        // Nothing arrived since the actor last looked: it retires. (An exit with reason
+        // `normal` would be ignored by the actor.)
+        self->send_exit(it->second.actor, caf::exit_reason::user_shutdown);
+        st.markets.erase(it);
+    } else {
+        self->send(it->second.actor, wake_atom::value, it->second.wakes);
+    }
+}
+
+// The backlog scan's answer: its gauges, a wake for each backlogged market without a working
+// actor, and the next scan.
+void on_scanned(coordinator_actor* self, const backlog& b) {
+    auto& st = self->state;
+    st.scanning = false;
+    if (b.ok) {
+        st.settings.metrics->backlog_events.set(b.events);
+        st.settings.metrics->backlog_markets.set(static_cast<std::int64_t>(b.markets.size()));
+        st.settings.metrics->backlog_age_ms.set(b.oldest_age_ms);
+        for (auto market_id : b.markets) {
+            // A market whose actor is working needs no wake: it will find the event.
+            if (st.markets.find(market_id) == st.markets.end()) {
+                wake(self, market_id);
+            }
+        }
+    }
+    self->delayed_send(self, st.settings.poll_interval, tick_atom::value);
+}
+
+caf::behavior coordinator_behavior(coordinator_actor* self, settlement_actor_settings settings,
+                                   std::size_t slots) {
+    self->state.settings = std::move(settings);
+    self->state.slots_free = slots;
+    start_governor(self);
     self->set_exit_handler([self](caf::exit_msg& msg) {
         for (auto& [id, entry] : self->state.markets) {
             self->send_exit(entry.actor, msg.reason);
@@ -180,45 +251,10 @@ caf::behavior coordinator_behavior(coordinator_actor* self, settlement_actor_set
     start_scan(self);
     return {
         [self](wake_atom, std::int64_t market_id) { wake(self, market_id); },
-        [self](slot_atom) {
-            auto& st = self->state;
-            auto asker = caf::actor_cast<caf::actor>(self->current_sender());
-            if (!asker) {
-                return;
-            }
-            if (st.slots_free > 0) {
-                --st.slots_free;
-                self->send(asker, granted_atom::value);
-            } else {
-                st.waiting.push_back(std::move(asker));
-                publish_waiting(st);
-            }
-        },
-        [self](release_atom) {
-            auto& st = self->state;
-            if (!st.waiting.empty()) {
-                auto next = std::move(st.waiting.front());
-                st.waiting.pop_front();
-                publish_waiting(st);
-                self->send(next, granted_atom::value);
-            } else {
-                ++st.slots_free;
-            }
-        },
+        [self](slot_atom) { grant_slot(self); },
+        [self](release_atom) { release_slot(self); },
         [self](idle_atom, std::int64_t market_id, std::uint64_t seen) {
-            auto& st = self->state;
-            auto it = st.markets.find(market_id);
-            if (it == st.markets.end()) {
-                return;
-            }
-            if (it->second.wakes == seen) {
-                // Nothing arrived since the actor last looked: it retires. (An exit with reason
-                // `normal` would be ignored by the actor.)
-                self->send_exit(it->second.actor, caf::exit_reason::user_shutdown);
-                st.markets.erase(it);
-            } else {
-                self->send(it->second.actor, wake_atom::value, it->second.wakes);
-            }
+            on_idle(self, market_id, seen);
         },
         [self](tick_atom) { start_scan(self); },
         [self](govern_atom) {
@@ -234,23 +270,7 @@ caf::behavior coordinator_behavior(coordinator_actor* self, settlement_actor_set
                                                             std::memory_order_relaxed);
             }
         },
-        [self](scanned_atom, backlog& b) {
-            auto& st = self->state;
-            st.scanning = false;
-            if (b.ok) {
-                st.settings.metrics->backlog_events.set(b.events);
-                st.settings.metrics->backlog_markets.set(
-                    static_cast<std::int64_t>(b.markets.size()));
-                st.settings.metrics->backlog_age_ms.set(b.oldest_age_ms);
-                for (auto market_id : b.markets) {
-                    // A market whose actor is working needs no wake: it will find the event.
-                    if (st.markets.find(market_id) == st.markets.end()) {
-                        wake(self, market_id);
-                    }
-                }
-            }
-            self->delayed_send(self, st.settings.poll_interval, tick_atom::value);
-        },
+        [self](scanned_atom, backlog& b) { on_scanned(self, b); },
     };
 }
 

@@ -74,64 +74,81 @@ void add_json(CLI::App* sub, bool& json, const std::string& description) {
     sub->add_flag("--json", json, description);
 }
 
-}  // namespace
-
-int run_command_line(int argc, char** argv) {
-    CLI::App app{"Fulltime, a sportsbook engine on PostgreSQL.", "fulltime"};
-    app.footer(footer);
-    app.require_subcommand(1);
-    app.set_version_flag("--version", "fulltime " + std::string(version));
-    std::optional<std::string> config_path;
-    app.add_option("--config", config_path, "configuration file (default: FULLTIME_CONFIG)");
-
-    // What to run once the configuration is loaded; set by the subcommand that parsed.
+// What the command line parses into: every subcommand's options, which CLI11 binds by
+// reference, so it outlives the parse; `action` is what the parsed subcommand runs once the
+// configuration is loaded.
+struct parsed_line {
     std::function<int(const config&)> action;
+    migrate_options migrate;
+    token_options token;
+    void_overdue_options void_overdue;
+    bool void_json = false;
+    close_gap_options close_gap;
+    bool close_gap_json = false;
+    bool reconcile_json = false;
+    bool audit_json = false;
+    bool partitions_keep = false;
+    bool partitions_json = false;
+    bool project_rebuild = false;
+    bool project_verify = false;
+    bool project_json = false;
+    diagnose_options diagnose;
+    rehearse_options rehearse;
+    bench_arguments bench;
+    bool bench_json = false;
     bool version_json = false;
     bool version_asked = false;
+};
 
+void add_serve(CLI::App& app, parsed_line& line) {
     CLI::App* serve = add(app, "serve",
                           "run the engine (starts a private PostgreSQL when no database URL is "
                           "configured); a newer schema is refused (1)");
-    on_parsed(serve, action, [](const config& cfg) { return serve_command(cfg); });
+    on_parsed(serve, line.action, [](const config& cfg) { return serve_command(cfg); });
+}
 
-    migrate_options migrate;
+void add_migrate(CLI::App& app, parsed_line& line) {
     CLI::App* migrate_app = add(app, "migrate", "apply pending database migrations and exit");
     CLI::Option* status = migrate_app->add_flag(
-        "--status", migrate.status,
+        "--status", line.migrate.status,
         "list applied, pending and unknown (a newer release's) migrations, change nothing; exit "
         "1 when something is pending or the schema is newer");
-    migrate_app->add_flag("--json", migrate.json, "with --status: one JSON object")->needs(status);
-    on_parsed(migrate_app, action,
-              [&](const config& cfg) { return migrate_command(cfg, migrate); });
+    migrate_app->add_flag("--json", line.migrate.json, "with --status: one JSON object")
+        ->needs(status);
+    on_parsed(migrate_app, line.action,
+              [&line](const config& cfg) { return migrate_command(cfg, line.migrate); });
+}
 
-    token_options token;
+void add_token(CLI::App& app, parsed_line& line) {
     CLI::App* token_app = add(app, "token", "print a signed token");
     token_app->require_subcommand(1);
-    const auto add_token_kind = [&](const std::string& kind, const std::string& description) {
+    const auto add_token_kind = [&line, token_app](const std::string& kind,
+                                                   const std::string& description) {
         CLI::App* sub = add(*token_app, kind, description);
-        sub->add_option("--ttl", token.ttl_s, "token lifetime in seconds")
-            ->default_val(token.ttl_s)
+        sub->add_option("--ttl", line.token.ttl_s, "token lifetime in seconds")
+            ->default_val(line.token.ttl_s)
             ->check(CLI::Range(std::int64_t{1}, limits::token_ttl_s_max));
-        sub->callback([&, kind] {
-            token.kind = kind;
-            action = [&](const config& cfg) { return token_command(cfg, token); };
+        sub->callback([&line, kind] {
+            line.token.kind = kind;
+            line.action = [&line](const config& cfg) { return token_command(cfg, line.token); };
         });
         return sub;
     };
     add_token_kind("account", "a bet-client token for an account")
-        ->add_option("ID", token.account_id, "the account")
+        ->add_option("ID", line.token.account_id, "the account")
         ->required()
         ->check(CLI::Range(std::int64_t{1}, int64_max));
     add_token_kind("producer", "a result-feed producer token")
-        ->add_option("NAME", token.name, "the producer's name")
+        ->add_option("NAME", line.token.name, "the producer's name")
         ->required();
     // Not required here: the command says what an admin token needs (its operator's name).
     add_token_kind("admin",
                    "an operator token naming its operator (logged with every action taken with it)")
-        ->add_option("OPERATOR", token.name, "the operator's name, e.g. alice");
+        ->add_option("OPERATOR", line.token.name, "the operator's name, e.g. alice");
+}
 
-    void_overdue_options void_overdue;
-    bool void_json = false;
+void add_void_overdue(CLI::App& app, parsed_line& line) {
+    void_overdue_options& void_overdue = line.void_overdue;
     CLI::App* void_app = add(app, "void-overdue",
                              "void a market's open bets once their reservation deadline has "
                              "passed; refusals (not_overdue, nothing_to_void, unknown_market, "
@@ -145,12 +162,13 @@ int run_command_line(int argc, char** argv) {
     void_app->add_flag("--force", void_overdue.force, "void before the deadline");
     void_app->add_option("--operator", void_overdue.operator_name, "the operator's name")
         ->default_val(void_overdue.operator_name);
-    add_json(void_app, void_json, "the output is JSON already (accepted on every command)");
-    on_parsed(void_app, action,
-              [&](const config& cfg) { return void_overdue_command(cfg, void_overdue); });
+    add_json(void_app, line.void_json, "the output is JSON already (accepted on every command)");
+    on_parsed(void_app, line.action,
+              [&line](const config& cfg) { return void_overdue_command(cfg, line.void_overdue); });
+}
 
-    close_gap_options close_gap;
-    bool close_gap_json = false;
+void add_close_gap(CLI::App& app, parsed_line& line) {
+    close_gap_options& close_gap = line.close_gap;
     CLI::App* gap_app = add(app, "close-gap",
                             "declare that seqs FROM to THROUGH of a market's feed will never come, "
                             "so the events after them apply; refusals (not_a_gap, conflict, "
@@ -165,59 +183,64 @@ int run_command_line(int argc, char** argv) {
                         "operator:close-gap:ID:FROM-THROUGH)");
     gap_app->add_option("--operator", close_gap.operator_name, "the operator's name")
         ->default_val(close_gap.operator_name);
-    add_json(gap_app, close_gap_json, "the output is JSON already (accepted on every command)");
-    on_parsed(gap_app, action,
-              [&](const config& cfg) { return close_gap_command(cfg, close_gap); });
+    add_json(gap_app, line.close_gap_json,
+             "the output is JSON already (accepted on every command)");
+    on_parsed(gap_app, line.action,
+              [&line](const config& cfg) { return close_gap_command(cfg, line.close_gap); });
+}
 
-    bool reconcile_json = false;
+void add_reconcile(CLI::App& app, parsed_line& line) {
     CLI::App* reconcile = add(app, "reconcile",
                               "run one reconciliation now (ledger against balances, currency "
                               "checks) and print its summary; exit 1 while a balance_drift, "
                               "currency_mismatch or currency_imbalance incident is open");
-    add_json(reconcile, reconcile_json, "print the summary as JSON");
-    on_parsed(reconcile, action,
-              [&](const config& cfg) { return reconcile_command(cfg, reconcile_json); });
+    add_json(reconcile, line.reconcile_json, "print the summary as JSON");
+    on_parsed(reconcile, line.action,
+              [&line](const config& cfg) { return reconcile_command(cfg, line.reconcile_json); });
+}
 
-    bool audit_json = false;
+void add_audit(CLI::App& app, parsed_line& line) {
     CLI::App* audit = add(app, "audit",
                           "check every money invariant on the database, one PASS/FAIL line each; "
                           "exit 1 when one fails");
-    add_json(audit, audit_json, "print the invariants as JSON");
-    on_parsed(audit, action, [&](const config& cfg) { return audit_command(cfg, audit_json); });
+    add_json(audit, line.audit_json, "print the invariants as JSON");
+    on_parsed(audit, line.action,
+              [&line](const config& cfg) { return audit_command(cfg, line.audit_json); });
+}
 
-    bool partitions_keep = false;
-    bool partitions_json = false;
+void add_partitions(CLI::App& app, parsed_line& line) {
     CLI::App* partitions = add(app, "partitions",
                                "list the time partitions, a line per period: its state and what "
                                "holds it");
-    partitions->add_flag("--keep", partitions_keep,
+    partitions->add_flag("--keep", line.partitions_keep,
                          "first make the periods ahead, close the periods that are over and drop "
                          "those past retention, as the keeper does");
-    add_json(partitions, partitions_json, "print the periods as JSON");
-    on_parsed(partitions, action, [&](const config& cfg) {
-        return partitions_command(cfg, partitions_keep, partitions_json);
+    add_json(partitions, line.partitions_json, "print the periods as JSON");
+    on_parsed(partitions, line.action, [&line](const config& cfg) {
+        return partitions_command(cfg, line.partitions_keep, line.partitions_json);
     });
+}
 
-    bool project_rebuild = false;
-    bool project_verify = false;
-    bool project_json = false;
+void add_project(CLI::App& app, parsed_line& line) {
     CLI::App* project =
         add(app, "project", "run the read model's projector until it caught up with the outbox");
-    CLI::Option* rebuild = project->add_flag("--rebuild", project_rebuild,
+    CLI::Option* rebuild = project->add_flag("--rebuild", line.project_rebuild,
                                              "refill the read model from the write tables");
     project
-        ->add_flag("--verify", project_verify,
+        ->add_flag("--verify", line.project_verify,
                    "compare the read model with the write tables; exit 1 on a disagreement")
         ->excludes(rebuild);
-    add_json(project, project_json, "print the result as JSON");
-    on_parsed(project, action, [&](const config& cfg) {
-        const project_mode mode = project_rebuild  ? project_mode::rebuild
-                                  : project_verify ? project_mode::verify
-                                                   : project_mode::catch_up;
-        return project_command(cfg, mode, project_json);
+    add_json(project, line.project_json, "print the result as JSON");
+    on_parsed(project, line.action, [&line](const config& cfg) {
+        const project_mode mode = line.project_rebuild  ? project_mode::rebuild
+                                  : line.project_verify ? project_mode::verify
+                                                        : project_mode::catch_up;
+        return project_command(cfg, mode, line.project_json);
     });
+}
 
-    diagnose_options diagnose;
+void add_diagnose(CLI::App& app, parsed_line& line) {
+    diagnose_options& diagnose = line.diagnose;
     CLI::App* diagnose_app = add(app, "diagnose",
                                  "ask a running engine what holds placement back now: the "
                                  "verdict, its evidence and the newest samples; exit 1 when a "
@@ -229,10 +252,12 @@ int run_command_line(int argc, char** argv) {
     diagnose_app->add_option("--samples", diagnose.samples, "how many of the newest samples")
         ->default_val(diagnose.samples)
         ->check(CLI::Range(std::int64_t{1}, int64_max));
-    on_parsed(diagnose_app, action,
-              [&](const config& cfg) { return diagnose_command(cfg, diagnose); });
+    on_parsed(diagnose_app, line.action,
+              [&line](const config& cfg) { return diagnose_command(cfg, line.diagnose); });
+}
 
-    rehearse_options rehearse;
+void add_rehearse(CLI::App& app, parsed_line& line) {
+    rehearse_options& rehearse = line.rehearse;
     CLI::App* rehearse_app = add(app, "rehearse",
                                  "rehearse a match night: start PostgreSQL (and PgBouncer) and "
                                  "the engine, bet, post a results burst, inject the scenario's "
@@ -247,11 +272,12 @@ int run_command_line(int argc, char** argv) {
     rehearse_app->add_flag("--pgbouncer", rehearse.pgbouncer,
                            "put PgBouncer in between whatever the scenario says");
     rehearse_app->add_flag("--keep", rehearse.keep, "keep the work directory");
-    on_parsed(rehearse_app, action,
-              [&](const config& cfg) { return rehearse_command(cfg, rehearse); });
+    on_parsed(rehearse_app, line.action,
+              [&line](const config& cfg) { return rehearse_command(cfg, line.rehearse); });
+}
 
-    bench_arguments bench;
-    bool bench_json = false;
+void add_bench(CLI::App& app, parsed_line& line) {
+    bench_arguments& bench = line.bench;
     CLI::App* bench_app = add(app, "bench-placement",
                               "drive placements over WebSocket against a running engine and "
                               "print throughput and latency as JSON (see scripts/bench-placement); "
@@ -283,13 +309,20 @@ int run_command_line(int argc, char** argv) {
                           "write one line per measured reply to this file: its scheduled (open "
                           "loop) or send time, Unix seconds; its latency, ms; its send lag "
                           "(open loop: how late it left against its schedule), ms; its outcome");
-    add_json(bench_app, bench_json, "the output is JSON already (accepted on every command)");
-    on_parsed(bench_app, action, [&](const config& cfg) { return bench_command(cfg, bench); });
+    add_json(bench_app, line.bench_json, "the output is JSON already (accepted on every command)");
+    on_parsed(bench_app, line.action,
+              [&line](const config& cfg) { return bench_command(cfg, line.bench); });
+}
 
+void add_version(CLI::App& app, parsed_line& line) {
     CLI::App* version_app = add(app, "version", "print the version");
-    add_json(version_app, version_json, "print {\"version\": ...}");
-    version_app->callback([&] { version_asked = true; });
+    add_json(version_app, line.version_json, "print {\"version\": ...}");
+    version_app->callback([&line] { line.version_asked = true; });
+}
 
+// Parses the arguments into the tree; returns the exit status when the command line is done
+// with (--help, --version, or a usage error, said in one line), nothing when a command runs.
+std::optional<int> parse(CLI::App& app, int argc, char** argv) {
     // `fulltime help` as `fulltime --help`, as before CLI11.
     std::vector<std::string> args(argv + 1, argv + argc);
     if (!args.empty() && args.front() == "help") {
@@ -319,27 +352,67 @@ int run_command_line(int argc, char** argv) {
                      path.c_str());
         return exit_usage;
     }
+    return std::nullopt;
+}
 
-    if (version_asked) {
-        const std::string v(version);
-        if (version_json) {
-            std::printf("%s\n", nlohmann::json{{"version", v}}.dump().c_str());
-        } else {
-            std::printf("fulltime %s\n", v.c_str());
-        }
-        return exit_ok;
+int print_version(bool json) {
+    const std::string v(version);
+    if (json) {
+        std::printf("%s\n", nlohmann::json{{"version", v}}.dump().c_str());
+    } else {
+        std::printf("fulltime %s\n", v.c_str());
     }
+    return exit_ok;
+}
 
+// Loads the configuration from --config, else FULLTIME_CONFIG, and sets up the log with it.
+config load_configuration(std::optional<std::string> config_path) {
     auto env = process_environment();
     if (!config_path) {
         if (auto it = env.find("FULLTIME_CONFIG"); it != env.end() && !it->second.empty()) {
             config_path = it->second;
         }
     }
-    const config cfg = load_config(config_path, env);
+    config cfg = load_config(config_path, env);
     log::set_level(log::parse_level(cfg.log_level));
     log::set_format(log::parse_format(cfg.log_format));
-    return action(cfg);
+    return cfg;
+}
+
+}  // namespace
+
+int run_command_line(int argc, char** argv) {
+    CLI::App app{"Fulltime, a sportsbook engine on PostgreSQL.", "fulltime"};
+    app.footer(footer);
+    app.require_subcommand(1);
+    app.set_version_flag("--version", "fulltime " + std::string(version));
+    std::optional<std::string> config_path;
+    app.add_option("--config", config_path, "configuration file (default: FULLTIME_CONFIG)");
+
+    // The subcommands in the order --help lists them.
+    parsed_line line;
+    add_serve(app, line);
+    add_migrate(app, line);
+    add_token(app, line);
+    add_void_overdue(app, line);
+    add_close_gap(app, line);
+    add_reconcile(app, line);
+    add_audit(app, line);
+    add_partitions(app, line);
+    add_project(app, line);
+    add_diagnose(app, line);
+    add_rehearse(app, line);
+    add_bench(app, line);
+    add_version(app, line);
+
+    if (const auto done = parse(app, argc, argv)) {
+        return *done;
+    }
+    if (line.version_asked) {
+        return print_version(line.version_json);
+    }
+    const config cfg = load_configuration(config_path);
+    return line.action(cfg);
 }
 
 }  // namespace fulltime::app

@@ -344,23 +344,33 @@ parsed<result_outcome> parse_outcome(const json& item, std::size_t index) {
     return o;
 }
 
+// Finds a required array of 1..entries_max entries.
+parsed<const json*> required_array(const json& message, std::string_view field,
+                                   std::size_t entries_max) {
+    const auto it = message.find(field);
+    if (it == message.end() || it->is_null()) {
+        return fail(field, "is required");
+    }
+    if (!it->is_array()) {
+        return fail(field, "must be an array");
+    }
+    if (it->empty()) {
+        return fail(field, "must not be empty");
+    }
+    if (it->size() > entries_max) {
+        return fail(field, "has more than " + std::to_string(entries_max) + " entries");
+    }
+    return &*it;
+}
+
 // Reads the result's outcomes: 1..outcomes_per_result_max, distinct selection ids, returned
 // sorted by selection_id so that a resend listing them in another order is the same event.
 parsed<std::vector<result_outcome>> parse_outcomes(const json& message) {
-    const auto outcomes = message.find("outcomes");
-    if (outcomes == message.end() || outcomes->is_null()) {
-        return fail("outcomes", "is required");
+    const auto found = required_array(message, "outcomes", outcomes_per_result_max);
+    if (!found) {
+        return found.error();
     }
-    if (!outcomes->is_array()) {
-        return fail("outcomes", "must be an array");
-    }
-    if (outcomes->empty()) {
-        return fail("outcomes", "must not be empty");
-    }
-    if (outcomes->size() > outcomes_per_result_max) {
-        return fail("outcomes",
-                    "has more than " + std::to_string(outcomes_per_result_max) + " entries");
-    }
+    const json* outcomes = *found;
     std::vector<result_outcome> out;
     out.reserve(outcomes->size());
     std::set<std::int64_t> seen;
@@ -402,6 +412,102 @@ parsed<std::int64_t> sequence_number(const json& message, const char* name = "se
         return v;
     }
     return fail(name, what);
+}
+
+// Reads a market's optional status.
+parsed<std::optional<market_status>> parse_market_status(const json& message) {
+    if (!has(message, "status")) {
+        return std::optional<market_status>{};
+    }
+    const auto& status = message.at("status");
+    if (!status.is_string() || !status_from_string(status.get<std::string>())) {
+        return fail("status", "must be \"open\", \"suspended\" or \"closed\"");
+    }
+    return status_from_string(status.get<std::string>());
+}
+
+// Reads a market's selections: 1..selections_per_message_max, distinct selection ids, in the
+// message's order.
+parsed<std::vector<selection_spec>> parse_selections(const json& message) {
+    const auto found = required_array(message, "selections", selections_per_message_max);
+    if (!found) {
+        return found.error();
+    }
+    const json* selections = *found;
+    std::vector<selection_spec> out;
+    std::set<std::int64_t> seen;
+    for (std::size_t i = 0; i < selections->size(); ++i) {
+        auto s = parse_selection((*selections)[i], i);
+        if (!s) {
+            return s.error();
+        }
+        if (!seen.insert(s->selection_id).second) {
+            return input_error{"selections[" + std::to_string(i) + "].selection_id: " +
+                               std::to_string(s->selection_id) + " appears twice"};
+        }
+        out.push_back(std::move(*s));
+    }
+    return out;
+}
+
+// Reads an optional market amount (minor units); nullopt when absent.
+parsed<std::optional<std::int64_t>> optional_market_amount(const json& message,
+                                                           std::string_view field) {
+    if (!has(message, field)) {
+        return std::optional<std::int64_t>{};
+    }
+    auto v = decimal(message, field, market_amount);
+    if (!v) {
+        return v.error();
+    }
+    return std::optional<std::int64_t>{*v};
+}
+
+/// Holds a market message's optional limits.
+struct market_limits {
+    std::optional<std::int64_t> stake_min_minor;
+    std::optional<std::int64_t> stake_max_minor;
+    std::optional<std::int64_t> liability_limit_minor;
+    std::optional<int> exposure_shards;
+};
+
+// Reads a market's optional limits and checks those given against one another (a message that
+// leaves one out is checked against the stored or default value when applied).
+parsed<market_limits> parse_limits(const json& message) {
+    market_limits l;
+    auto stake_min = optional_market_amount(message, "stake_min");
+    if (!stake_min) {
+        return stake_min.error();
+    }
+    l.stake_min_minor = *stake_min;
+    auto stake_max = optional_market_amount(message, "stake_max");
+    if (!stake_max) {
+        return stake_max.error();
+    }
+    l.stake_max_minor = *stake_max;
+    if (l.stake_min_minor && l.stake_max_minor && *l.stake_min_minor > *l.stake_max_minor) {
+        return fail("stake_max", "must not be below stake_min");
+    }
+    auto liability_limit = optional_market_amount(message, "liability_limit");
+    if (!liability_limit) {
+        return liability_limit.error();
+    }
+    l.liability_limit_minor = *liability_limit;
+    if (has(message, "exposure_shards")) {
+        const auto& shards = message.at("exposure_shards");
+        if (!shards.is_number_integer() || shards.get<std::int64_t>() < 1 ||
+            shards.get<std::int64_t>() > exposure_shards_max) {
+            return fail("exposure_shards",
+                        "must be an integer from 1 to " + std::to_string(exposure_shards_max));
+        }
+        l.exposure_shards = static_cast<int>(shards.get<std::int64_t>());
+    }
+    if (l.liability_limit_minor && l.exposure_shards &&
+        *l.liability_limit_minor < *l.exposure_shards) {
+        // Every shard needs a limit of at least one minor unit (the schema's CHECK).
+        return fail("liability_limit", "must be at least exposure_shards minor units");
+    }
+    return l;
 }
 
 }  // namespace
@@ -465,79 +571,24 @@ parsed<market_message> parse_market(const json& message) {
     }
     m.name = std::move(*name);
 
-    if (has(message, "status")) {
-        const auto& status = message.at("status");
-        if (!status.is_string() || !status_from_string(status.get<std::string>())) {
-            return fail("status", "must be \"open\", \"suspended\" or \"closed\"");
-        }
-        m.status = status_from_string(status.get<std::string>());
+    auto status = parse_market_status(message);
+    if (!status) {
+        return status.error();
     }
-
-    const auto selections = message.find("selections");
-    if (selections == message.end() || selections->is_null()) {
-        return fail("selections", "is required");
+    m.status = *status;
+    auto selections = parse_selections(message);
+    if (!selections) {
+        return selections.error();
     }
-    if (!selections->is_array()) {
-        return fail("selections", "must be an array");
+    m.selections = std::move(*selections);
+    auto bounds = parse_limits(message);
+    if (!bounds) {
+        return bounds.error();
     }
-    if (selections->empty()) {
-        return fail("selections", "must not be empty");
-    }
-    if (selections->size() > selections_per_message_max) {
-        return fail("selections",
-                    "has more than " + std::to_string(selections_per_message_max) + " entries");
-    }
-    std::set<std::int64_t> seen;
-    for (std::size_t i = 0; i < selections->size(); ++i) {
-        auto s = parse_selection((*selections)[i], i);
-        if (!s) {
-            return s.error();
-        }
-        if (!seen.insert(s->selection_id).second) {
-            return input_error{"selections[" + std::to_string(i) + "].selection_id: " +
-                               std::to_string(s->selection_id) + " appears twice"};
-        }
-        m.selections.push_back(std::move(*s));
-    }
-
-    if (has(message, "stake_min")) {
-        auto v = decimal(message, "stake_min", market_amount);
-        if (!v) {
-            return v.error();
-        }
-        m.stake_min_minor = *v;
-    }
-    if (has(message, "stake_max")) {
-        auto v = decimal(message, "stake_max", market_amount);
-        if (!v) {
-            return v.error();
-        }
-        m.stake_max_minor = *v;
-    }
-    if (m.stake_min_minor && m.stake_max_minor && *m.stake_min_minor > *m.stake_max_minor) {
-        return fail("stake_max", "must not be below stake_min");
-    }
-    if (has(message, "liability_limit")) {
-        auto v = decimal(message, "liability_limit", market_amount);
-        if (!v) {
-            return v.error();
-        }
-        m.liability_limit_minor = *v;
-    }
-    if (has(message, "exposure_shards")) {
-        const auto& shards = message.at("exposure_shards");
-        if (!shards.is_number_integer() || shards.get<std::int64_t>() < 1 ||
-            shards.get<std::int64_t>() > exposure_shards_max) {
-            return fail("exposure_shards",
-                        "must be an integer from 1 to " + std::to_string(exposure_shards_max));
-        }
-        m.exposure_shards = static_cast<int>(shards.get<std::int64_t>());
-    }
-    if (m.liability_limit_minor && m.exposure_shards &&
-        *m.liability_limit_minor < *m.exposure_shards) {
-        // Every shard needs a limit of at least one minor unit (the schema's CHECK).
-        return fail("liability_limit", "must be at least exposure_shards minor units");
-    }
+    m.stake_min_minor = bounds->stake_min_minor;
+    m.stake_max_minor = bounds->stake_max_minor;
+    m.liability_limit_minor = bounds->liability_limit_minor;
+    m.exposure_shards = bounds->exposure_shards;
     if (has(message, "settle_deadline_at")) {
         auto v = optional_timestamp(message, "settle_deadline_at");
         if (!v) {

@@ -185,20 +185,26 @@ asio::awaitable<outcome<std::optional<catalog_result>>> apply_selections(std::in
     co_return std::optional<catalog_result>{};
 }
 
-asio::awaitable<outcome<decided>> market_body(feed::market_message m, market_defaults defaults,
+// Makes sure the market's event exists, and names it when the message does.
+asio::awaitable<outcome<result>> ensure_event(std::int64_t event_id,
+                                              std::optional<std::string> event_name,
                                               connection& conn) {
     // Awaited into a local in each branch: GCC 12 mishandles co_await inside ?: operands.
     outcome<result> event = failure{};
-    if (m.event_name) {
-        event = co_await conn.query(upsert_event_sql, params{m.event_id, *m.event_name});
+    if (event_name) {
+        event = co_await conn.query(upsert_event_sql, params{event_id, *event_name});
     } else {
-        event = co_await conn.query(ensure_event_sql, params{m.event_id});
+        event = co_await conn.query(ensure_event_sql, params{event_id});
     }
-    if (!event) {
-        co_return event.error();
-    }
+    co_return event;
+}
 
-    // A new market takes the defaults for what the message leaves out.
+// Creates the market when it is new, with the defaults for what the message leaves out: its
+// row, its exposure shards, its settlement progress and its selections. Returns the message's
+// answer when it is decided here, nullopt when the market exists and is to be updated.
+asio::awaitable<outcome<std::optional<decided>>> create_market(feed::market_message m,
+                                                               market_defaults defaults,
+                                                               connection& conn) {
     const std::int64_t create_stake_min = m.stake_min_minor.value_or(defaults.stake_min_minor);
     const std::int64_t create_stake_max = m.stake_max_minor.value_or(defaults.stake_max_minor);
     const std::int64_t create_limit =
@@ -216,38 +222,67 @@ asio::awaitable<outcome<decided>> market_body(feed::market_message m, market_def
         if (exists->rows() == 0) {
             co_return discard(std::move(*bad));
         }
-    } else {
-        auto inserted = co_await conn.query(
-            insert_market_sql,
-            params{m.market_id, m.event_id, m.name, status, create_stake_min, create_stake_max,
-                   create_limit, create_shards, m.settle_deadline_at});
-        if (!inserted) {
-            co_return inserted.error();
-        }
-        if (inserted->rows() == 1) {
-            auto shards = co_await conn.query(insert_shards_sql,
-                                              params{m.market_id, create_limit, create_shards});
-            if (!shards) {
-                co_return shards.error();
-            }
-            auto progress = co_await conn.query(insert_progress_sql, params{m.market_id});
-            if (!progress) {
-                co_return progress.error();
-            }
-            auto refused = co_await apply_selections(m.market_id, selections_json(m), conn);
-            if (!refused) {
-                co_return refused.error();
-            }
-            if (*refused) {
-                co_return discard(std::move(**refused));
-            }
-            catalog_result created;
-            created.created = true;
-            co_return keep(std::move(created));
-        }
+        co_return std::optional<decided>{};
     }
+    auto inserted = co_await conn.query(
+        insert_market_sql,
+        params{m.market_id, m.event_id, m.name, status, create_stake_min, create_stake_max,
+               create_limit, create_shards, m.settle_deadline_at});
+    if (!inserted) {
+        co_return inserted.error();
+    }
+    if (inserted->rows() != 1) {
+        co_return std::optional<decided>{};
+    }
+    auto shards =
+        co_await conn.query(insert_shards_sql, params{m.market_id, create_limit, create_shards});
+    if (!shards) {
+        co_return shards.error();
+    }
+    auto progress = co_await conn.query(insert_progress_sql, params{m.market_id});
+    if (!progress) {
+        co_return progress.error();
+    }
+    auto refused = co_await apply_selections(m.market_id, selections_json(m), conn);
+    if (!refused) {
+        co_return refused.error();
+    }
+    if (*refused) {
+        co_return discard(std::move(**refused));
+    }
+    catalog_result created;
+    created.created = true;
+    co_return keep(std::move(created));
+}
 
-    // An existing market: lock it against concurrent catalog messages, then merge.
+// The answer to a message that may not change the stored market (another event, a closed
+// market, other exposure shards); nullopt when it may.
+std::optional<decided> refuse_update(const feed::market_message& m, const stored_market& stored) {
+    if (stored.event_id != m.event_id) {
+        return discard(refusal(catalog_status::conflict,
+                               market_text(m.market_id) + " belongs to event " +
+                                   std::to_string(stored.event_id) + "; its event cannot change"));
+    }
+    if (stored.status == "closed") {
+        if (m.status == feed::market_status::closed) {
+            // A repeated close (a producer retrying after a lost ack) is acknowledged as is.
+            return discard(catalog_result{});
+        }
+        return discard(refusal(catalog_status::market_closed,
+                               market_text(m.market_id) + " is closed and stays closed"));
+    }
+    if (m.exposure_shards && *m.exposure_shards != stored.exposure_shards) {
+        return discard(refusal(catalog_status::conflict,
+                               "exposure_shards is fixed when a market is created (" +
+                                   market_text(m.market_id) + " has " +
+                                   std::to_string(stored.exposure_shards) + ")"));
+    }
+    return std::nullopt;
+}
+
+// An existing market: lock it against concurrent catalog messages, then merge the message into
+// what is stored.
+asio::awaitable<outcome<decided>> update_market(feed::market_message m, connection& conn) {
     auto locked = co_await conn.query(lock_market_sql, params{m.market_id});
     if (!locked) {
         co_return locked.error();
@@ -259,25 +294,8 @@ asio::awaitable<outcome<decided>> market_body(feed::market_message m, market_def
     if (!stored) {
         co_return stored.error();
     }
-    if (stored->event_id != m.event_id) {
-        co_return discard(refusal(catalog_status::conflict, market_text(m.market_id) +
-                                                                " belongs to event " +
-                                                                std::to_string(stored->event_id) +
-                                                                "; its event cannot change"));
-    }
-    if (stored->status == "closed") {
-        if (m.status == feed::market_status::closed) {
-            // A repeated close (a producer retrying after a lost ack) is acknowledged as is.
-            co_return discard(catalog_result{});
-        }
-        co_return discard(refusal(catalog_status::market_closed,
-                                  market_text(m.market_id) + " is closed and stays closed"));
-    }
-    if (m.exposure_shards && *m.exposure_shards != stored->exposure_shards) {
-        co_return discard(refusal(catalog_status::conflict,
-                                  "exposure_shards is fixed when a market is created (" +
-                                      market_text(m.market_id) + " has " +
-                                      std::to_string(stored->exposure_shards) + ")"));
+    if (auto refused = refuse_update(m, *stored)) {
+        co_return std::move(*refused);
     }
     const std::int64_t stake_min = m.stake_min_minor.value_or(stored->stake_min);
     const std::int64_t stake_max = m.stake_max_minor.value_or(stored->stake_max);
@@ -314,6 +332,22 @@ asio::awaitable<outcome<decided>> market_body(feed::market_message m, market_def
         co_return discard(std::move(**refused));
     }
     co_return keep(catalog_result{});
+}
+
+asio::awaitable<outcome<decided>> market_body(feed::market_message m, market_defaults defaults,
+                                              connection& conn) {
+    auto event = co_await ensure_event(m.event_id, m.event_name, conn);
+    if (!event) {
+        co_return event.error();
+    }
+    auto created = co_await create_market(m, defaults, conn);
+    if (!created) {
+        co_return created.error();
+    }
+    if (*created) {
+        co_return std::move(**created);
+    }
+    co_return co_await update_market(std::move(m), conn);
 }
 
 // Turns a zero-row odds or status update into the reason.

@@ -108,7 +108,11 @@ json verdict_json(const diagnosis::verdict& v) {
     return j;
 }
 
-json series_json(std::span<const diagnosis::sample> samples) {
+namespace {
+
+/// Holds the series' columns as they fill, one value per sample each (a family of named
+/// columns pads the names a sample lacks with null).
+struct series_columns {
     json t = json::array();
     json interval = json::array();
     json rate = json::array();
@@ -137,10 +141,22 @@ json series_json(std::span<const diagnosis::sample> samples) {
     json bouncer_waiting = json::array();
     json bouncer_wait = json::array();
     bool bouncer = false;
-    for (const auto& s : samples) {
-        const std::size_t i = t.size();
+
+    // Adds sample `i` to every column.
+    void add(const diagnosis::sample& s, std::size_t i) {
         t.push_back(s.t_ms);
         interval.push_back(s.interval_ms);
+        add_placement(s);
+        add_settlement(s, i);
+        add_database(s, i);
+        add_pools(s, i);
+        const std::size_t n = i + 1;
+        for (json* family : {&by_market, &dead, &pool_waiting, &pool_wait_p99, &replay_lag}) {
+            pad(*family, n);
+        }
+    }
+
+    void add_placement(const diagnosis::sample& s) {
         rate.push_back(per_s(s.placements, s.interval_ms));
         p50.push_back(ms(s.placement_p50_us));
         p99.push_back(ms(s.placement_p99_us));
@@ -153,12 +169,18 @@ json series_json(std::span<const diagnosis::sample> samples) {
         outcomes["busy"].push_back(per_s(s.busy, s.interval_ms));
         outcomes["failed"].push_back(per_s(s.failed, s.interval_ms));
         lock_timeouts.push_back(per_s(s.lock_timeouts, s.interval_ms));
+    }
+
+    void add_settlement(const diagnosis::sample& s, std::size_t i) {
         settled.push_back(per_s(s.settled_bets, s.interval_ms));
         backlog_age.push_back(s.backlog_known ? json(s.backlog_age_ms) : json(nullptr));
         backlog_events.push_back(s.backlog_known ? json(s.backlog_events) : json(nullptr));
         for (const auto& m : s.backlog_markets) {
             named(by_market, std::to_string(m.market_id), i).push_back(m.age_ms);
         }
+    }
+
+    void add_database(const diagnosis::sample& s, std::size_t i) {
         lock_waiters.push_back(s.database_ok ? json(s.lock_waiters) : json(nullptr));
         idle.push_back(s.database_ok ? json(s.idle_in_transaction) : json(nullptr));
         oldest.push_back(!s.database_ok         ? json(nullptr)
@@ -173,6 +195,9 @@ json series_json(std::span<const diagnosis::sample> samples) {
                     .push_back(r.replay_lag_ms ? json(*r.replay_lag_ms) : json(nullptr));
             }
         }
+    }
+
+    void add_pools(const diagnosis::sample& s, std::size_t i) {
         for (const auto& p : s.pools) {
             named(pool_waiting, p.name, i).push_back(p.waiting);
             named(pool_wait_p99, p.name, i).push_back(ms(p.acquire_wait_p99_us));
@@ -181,39 +206,50 @@ json series_json(std::span<const diagnosis::sample> samples) {
         bouncer_waiting.push_back(s.bouncer ? json(s.bouncer->clients_waiting) : json(nullptr));
         bouncer_wait.push_back(
             s.bouncer ? json(static_cast<double>(s.bouncer->max_wait_us) / 1000.0) : json(nullptr));
-        const std::size_t n = i + 1;
-        for (json* family : {&by_market, &dead, &pool_waiting, &pool_wait_p99, &replay_lag}) {
-            pad(*family, n);
+    }
+
+    // The columns by their names in the answer; the standbys' and PgBouncer's only when there
+    // were any.
+    json take() {
+        json out = {{"t_ms", std::move(t)},
+                    {"interval_ms", std::move(interval)},
+                    {"placements_per_s", std::move(rate)},
+                    {"placement_p50_ms", std::move(p50)},
+                    {"placement_p99_ms", std::move(p99)},
+                    {"placement_queue_p99_ms", std::move(queue)},
+                    {"placement_database_p99_ms", std::move(database)},
+                    {"placement_queued", std::move(queued)},
+                    {"placement_outcomes_per_s", std::move(outcomes)},
+                    {"lock_timeouts_per_s", std::move(lock_timeouts)},
+                    {"settled_bets_per_s", std::move(settled)},
+                    {"settlement_backlog_age_ms", std::move(backlog_age)},
+                    {"settlement_backlog_events", std::move(backlog_events)},
+                    {"settlement_backlog_age_ms_by_market", std::move(by_market)},
+                    {"lock_waiters", std::move(lock_waiters)},
+                    {"idle_in_transaction", std::move(idle)},
+                    {"oldest_transaction_ms", std::move(oldest)},
+                    {"dead_tuples", std::move(dead)},
+                    {"pool_waiting", std::move(pool_waiting)},
+                    {"pool_acquire_wait_p99_ms", std::move(pool_wait_p99)}};
+        if (!replay_lag.empty()) {
+            out["replay_lag_ms"] = std::move(replay_lag);
         }
+        if (bouncer) {
+            out["pgbouncer_clients_waiting"] = std::move(bouncer_waiting);
+            out["pgbouncer_max_wait_ms"] = std::move(bouncer_wait);
+        }
+        return out;
     }
-    json out = {{"t_ms", std::move(t)},
-                {"interval_ms", std::move(interval)},
-                {"placements_per_s", std::move(rate)},
-                {"placement_p50_ms", std::move(p50)},
-                {"placement_p99_ms", std::move(p99)},
-                {"placement_queue_p99_ms", std::move(queue)},
-                {"placement_database_p99_ms", std::move(database)},
-                {"placement_queued", std::move(queued)},
-                {"placement_outcomes_per_s", std::move(outcomes)},
-                {"lock_timeouts_per_s", std::move(lock_timeouts)},
-                {"settled_bets_per_s", std::move(settled)},
-                {"settlement_backlog_age_ms", std::move(backlog_age)},
-                {"settlement_backlog_events", std::move(backlog_events)},
-                {"settlement_backlog_age_ms_by_market", std::move(by_market)},
-                {"lock_waiters", std::move(lock_waiters)},
-                {"idle_in_transaction", std::move(idle)},
-                {"oldest_transaction_ms", std::move(oldest)},
-                {"dead_tuples", std::move(dead)},
-                {"pool_waiting", std::move(pool_waiting)},
-                {"pool_acquire_wait_p99_ms", std::move(pool_wait_p99)}};
-    if (!replay_lag.empty()) {
-        out["replay_lag_ms"] = std::move(replay_lag);
+};
+
+}  // namespace
+
+json series_json(std::span<const diagnosis::sample> samples) {
+    series_columns columns;
+    for (const auto& s : samples) {
+        columns.add(s, columns.t.size());
     }
-    if (bouncer) {
-        out["pgbouncer_clients_waiting"] = std::move(bouncer_waiting);
-        out["pgbouncer_max_wait_ms"] = std::move(bouncer_wait);
-    }
-    return out;
+    return columns.take();
 }
 
 json latest_json(const diagnosis::sample& s) {

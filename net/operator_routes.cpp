@@ -140,6 +140,65 @@ asio::awaitable<http_response> get_account(std::shared_ptr<operator_state> st,
     co_return json_response(200, account_json(**found));
 }
 
+// The answer to a transfer the database decided, counted and logged with the operator.
+http_response answer_transfer(operator_state& st, db::transfer_kind kind, std::int64_t account_id,
+                              const http_request& request, const feed::transfer_request& parsed,
+                              std::int64_t amount_minor, const std::string& currency,
+                              const db::transfer_result& done) {
+    const std::string what(db::to_string(kind));
+    // Every outcome is logged with the operator: money moved, or why it did not.
+    const auto note = [&](std::string_view outcome) {
+        log::info("operator: " + what, {{"operator", operator_of(request)},
+                                        {"account", account_id},
+                                        {"key", parsed.key},
+                                        {"amount", money::format_amount(amount_minor, currency)},
+                                        {"outcome", outcome},
+                                        {"transfer_id", done.transfer_id}});
+    };
+    const json described{{"transfer_id", done.transfer_id},
+                         {"account_id", account_id},
+                         {"kind", what},
+                         {"key", parsed.key},
+                         {"amount", money::format_amount(done.amount_minor, currency)},
+                         {"currency", done.currency},
+                         {"created_at", done.created_at}};
+    switch (done.status) {
+        case db::transfer_status::applied: {
+            st.count(kind, wallet_outcome::applied);
+            note("applied");
+            json reply = described;
+            reply["replayed"] = false;
+            return json_response(201, reply);
+        }
+        case db::transfer_status::replayed: {
+            st.count(kind, wallet_outcome::replayed);
+            note("replayed");
+            json reply = described;
+            reply["replayed"] = true;
+            return json_response(200, reply);
+        }
+        case db::transfer_status::key_reused:
+            st.count(kind, wallet_outcome::key_reused);
+            note("key_reused");
+            return problem(409, "idempotency_key_reused",
+                           "key \"" + parsed.key.substr(0, 64) + "\" already " +
+                               (kind == db::transfer_kind::deposit ? "deposited " : "withdrew ") +
+                               money::format_amount(done.amount_minor, currency) +
+                               "; a key moves one amount once");
+        case db::transfer_status::insufficient_funds:
+            st.count(kind, wallet_outcome::insufficient_funds);
+            note("insufficient_funds");
+            return problem(
+                409, "insufficient_funds",
+                "available balance is below " + money::format_amount(amount_minor, currency));
+        case db::transfer_status::unknown_account:
+            break;
+    }
+    st.count(kind, wallet_outcome::unknown_account);
+    note("unknown_account");
+    return unknown_account(account_id);
+}
+
 asio::awaitable<http_response> transfer(std::shared_ptr<operator_state> st, db::transfer_kind kind,
                                         std::int64_t account_id, http_request request) {
     const std::string what(db::to_string(kind));
@@ -195,58 +254,8 @@ asio::awaitable<http_response> transfer(std::shared_ptr<operator_state> st, db::
         st->count(kind, busy ? wallet_outcome::busy : wallet_outcome::error);
         co_return failed(done.error(), what);
     }
-    // Every outcome is logged with the operator: money moved, or why it did not.
-    const auto note = [&](std::string_view outcome) {
-        log::info("operator: " + what, {{"operator", operator_of(request)},
-                                        {"account", account_id},
-                                        {"key", parsed->key},
-                                        {"amount", money::format_amount(*amount_minor, currency)},
-                                        {"outcome", outcome},
-                                        {"transfer_id", done->transfer_id}});
-    };
-    const json described{{"transfer_id", done->transfer_id},
-                         {"account_id", account_id},
-                         {"kind", what},
-                         {"key", parsed->key},
-                         {"amount", money::format_amount(done->amount_minor, currency)},
-                         {"currency", done->currency},
-                         {"created_at", done->created_at}};
-    switch (done->status) {
-        case db::transfer_status::applied: {
-            st->count(kind, wallet_outcome::applied);
-            note("applied");
-            json reply = described;
-            reply["replayed"] = false;
-            co_return json_response(201, reply);
-        }
-        case db::transfer_status::replayed: {
-            st->count(kind, wallet_outcome::replayed);
-            note("replayed");
-            json reply = described;
-            reply["replayed"] = true;
-            co_return json_response(200, reply);
-        }
-        case db::transfer_status::key_reused:
-            st->count(kind, wallet_outcome::key_reused);
-            note("key_reused");
-            co_return problem(
-                409, "idempotency_key_reused",
-                "key \"" + parsed->key.substr(0, 64) + "\" already " +
-                    (kind == db::transfer_kind::deposit ? "deposited " : "withdrew ") +
-                    money::format_amount(done->amount_minor, currency) +
-                    "; a key moves one amount once");
-        case db::transfer_status::insufficient_funds:
-            st->count(kind, wallet_outcome::insufficient_funds);
-            note("insufficient_funds");
-            co_return problem(
-                409, "insufficient_funds",
-                "available balance is below " + money::format_amount(*amount_minor, currency));
-        case db::transfer_status::unknown_account:
-            break;
-    }
-    st->count(kind, wallet_outcome::unknown_account);
-    note("unknown_account");
-    co_return unknown_account(account_id);
+    co_return answer_transfer(*st, kind, account_id, request, *parsed, *amount_minor, currency,
+                              *done);
 }
 
 // Splits "/v1/accounts/{id}[/{rest}]" into the id text and the rest ("" when absent).

@@ -320,7 +320,7 @@ asio::awaitable<void> run_connection(connection_state& c) {
     co_await writer(ws, c, wake);
 }
 
-double percentile(std::vector<double>& sorted, double p) {
+double percentile(const std::vector<double>& sorted, double p) {
     if (sorted.empty()) {
         return 0;
     }
@@ -427,23 +427,18 @@ void write_samples(const std::string& path, const std::vector<reply_sample>& sam
     }
 }
 
-}  // namespace
+clock_type::time_point after(clock_type::time_point start, double s) {
+    return start +
+           std::chrono::duration_cast<clock_type::duration>(std::chrono::duration<double>(s));
+}
 
-int bench_command(const config& cfg, const bench_arguments& args) {
-    const bench_options opt = parse_options(args);
-    const std::string secret = load_or_create_token_secret(cfg);
-    const auto now_s = std::chrono::duration_cast<std::chrono::seconds>(
-                           std::chrono::system_clock::now().time_since_epoch())
-                           .count();
-    const double cpu_before = cpu_seconds();
-    stats totals;
+// One connection per --connections, each with its account (FIRST + i % M), a token for it valid
+// an hour from `now_s`, and its own seed.
+std::deque<connection_state> make_connections(const bench_options& opt, const std::string& secret,
+                                              std::int64_t now_s, stats& totals,
+                                              clock_type::time_point start) {
     std::deque<connection_state> conns;
-    const auto start = clock_type::now();
-    auto after = [&](double s) {
-        return start +
-               std::chrono::duration_cast<clock_type::duration>(std::chrono::duration<double>(s));
-    };
-    const auto end = after(opt.duration_s);
+    const auto end = after(start, opt.duration_s);
     for (std::size_t i = 0; i < opt.connections; ++i) {
         auto& c = conns.emplace_back();
         c.opt = &opt;
@@ -455,7 +450,7 @@ int bench_command(const config& cfg, const bench_arguments& args) {
         claims.expires_at_s = now_s + 3600;
         c.token = token::sign(claims, secret);
         c.totals = &totals;
-        c.measure_from = after(opt.warmup_s);
+        c.measure_from = after(start, opt.warmup_s);
         c.end = end;
         c.rng.seed(1000 + i);
         c.pick_selection = std::discrete_distribution<std::size_t>(opt.selections.weights.begin(),
@@ -463,6 +458,11 @@ int bench_command(const config& cfg, const bench_arguments& args) {
         c.pick_stake = std::discrete_distribution<std::size_t>(opt.stakes.weights.begin(),
                                                                opt.stakes.weights.end());
     }
+    return conns;
+}
+
+// Runs every connection to its end on one event loop.
+void run_connections(std::deque<connection_state>& conns) {
     asio::io_context ioc{1};
     // A signal brings every connection's end forward to now; the wait is cancelled once the
     // last connection has finished, so that it keeps no work in the context.
@@ -484,18 +484,14 @@ int bench_command(const config& cfg, const bench_arguments& args) {
         });
     }
     ioc.run();
-    const double elapsed_s = std::chrono::duration<double>(clock_type::now() - start).count();
-    const double cpu_s = cpu_seconds() - cpu_before;
+}
 
-    auto& lat = totals.latencies_ms;
-    std::sort(lat.begin(), lat.end());
-    auto& lag = totals.send_lag_ms;
-    std::sort(lag.begin(), lag.end());
-    const double measured_s = std::min(elapsed_s, opt.duration_s) - opt.warmup_s;
-    if (!opt.samples_out.empty()) {
-        write_samples(opt.samples_out, totals.samples);
-    }
-    nlohmann::json out = {
+// The run's figures, printed as one JSON line; `totals`' latencies and lags are sorted by then.
+nlohmann::json summary_json(const bench_options& opt, const stats& totals, double measured_s,
+                            double cpu_s) {
+    const auto& lat = totals.latencies_ms;
+    const auto& lag = totals.send_lag_ms;
+    return {
         {"mode", opt.rate > 0 ? "open" : "closed"},
         {"arrivals", opt.rate > 0 ? (opt.poisson ? "poisson" : "uniform") : "closed"},
         {"target_rate", opt.rate},
@@ -524,7 +520,31 @@ int bench_command(const config& cfg, const bench_arguments& args) {
         {"cpu_us_per_request",
          totals.replies == 0 ? 0.0 : cpu_s * 1e6 / static_cast<double>(totals.replies)},
     };
-    std::printf("%s\n", out.dump().c_str());
+}
+
+}  // namespace
+
+int bench_command(const config& cfg, const bench_arguments& args) {
+    const bench_options opt = parse_options(args);
+    const std::string secret = load_or_create_token_secret(cfg);
+    const auto now_s = std::chrono::duration_cast<std::chrono::seconds>(
+                           std::chrono::system_clock::now().time_since_epoch())
+                           .count();
+    const double cpu_before = cpu_seconds();
+    stats totals;
+    const auto start = clock_type::now();
+    std::deque<connection_state> conns = make_connections(opt, secret, now_s, totals, start);
+    run_connections(conns);
+    const double elapsed_s = std::chrono::duration<double>(clock_type::now() - start).count();
+    const double cpu_s = cpu_seconds() - cpu_before;
+
+    std::sort(totals.latencies_ms.begin(), totals.latencies_ms.end());
+    std::sort(totals.send_lag_ms.begin(), totals.send_lag_ms.end());
+    const double measured_s = std::min(elapsed_s, opt.duration_s) - opt.warmup_s;
+    if (!opt.samples_out.empty()) {
+        write_samples(opt.samples_out, totals.samples);
+    }
+    std::printf("%s\n", summary_json(opt, totals, measured_s, cpu_s).dump().c_str());
     return totals.errors == 0 ? 0 : 1;
 }
 

@@ -147,15 +147,19 @@ void fit_descriptor_limit(config& cfg) {
     cfg.gateway.connections_max = plan.connections_max;
 }
 
-}  // namespace
-
-int serve_command(const config& given) {
-    // A copy: gateway.connections_max may be lowered to what the descriptor limit holds.
+// The configuration as served: a copy of the given one, since gateway.connections_max may be
+// lowered to what the descriptor limit holds. SIGHUP is ignored until watch_hangups runs.
+config serving_config(const config& given) {
     config cfg = given;
     fit_descriptor_limit(cfg);
     std::signal(SIGHUP, SIG_IGN);
     systemd::take_notify_socket();
     systemd::require_absolute_state_dir(cfg);
+    return cfg;
+}
+
+// The secrets tokens are verified against; throws as load_token_keyring does.
+token::keyring load_secret(const config& cfg) {
     token::keyring token_keys = load_token_keyring(cfg);
     if (!token_keys.previous.empty()) {
         // Said at every start while the rollover lasts, so that a previous secret left
@@ -164,114 +168,170 @@ int serve_command(const config& given) {
             "token secret rollover: tokens signed with the previous secret are still accepted "
             "(fulltime_tokens_verified_total{key=\"previous\"} counts them)");
     }
-    database_target target = open_database_target(cfg);
+    return token_keys;
+}
 
-    // gateway.io_threads event loops. Connections are spread over them, and each has its own
-    // placement actors and placement connections, so a bet stays on one thread from its frame
-    // to its reply. The main loop (loop 0) also runs the other pools and services, which are
-    // single-executor; requests that need them hop there (net/ws_session.cpp).
-    event_loops loops(cfg.gateway.io_threads);
-    boost::asio::io_context& ioc = loops.main();
-    {
-        auto migrated =
-            boost::asio::co_spawn(ioc, apply_migrations(ioc.get_executor(), target.conninfo, cfg),
-                                  boost::asio::use_future);
-        ioc.run();
-        ioc.restart();
-        const auto report = migrated.get();
-        if (!report) {
-            throw_failure("migration failed", report.error());
-        }
+// Applies the migrations on the main loop before anything else runs there; throws on failure.
+void migrate(boost::asio::io_context& ioc, const database_target& target, const config& cfg) {
+    auto migrated = boost::asio::co_spawn(
+        ioc, apply_migrations(ioc.get_executor(), target.conninfo, cfg), boost::asio::use_future);
+    ioc.run();
+    ioc.restart();
+    const auto report = migrated.get();
+    if (!report) {
+        throw_failure("migration failed", report.error());
     }
-    std::string server_settings;
-    {
-        auto checked = boost::asio::co_spawn(
-            ioc, check_server_settings(ioc.get_executor(), target.conninfo, cfg),
-            boost::asio::use_future);
-        ioc.run();
-        ioc.restart();
-        server_settings = checked.get();
-    }
+}
 
-    metrics::registry registry;
-    metrics::add_process_metrics(registry, fulltime::version);
-    const auto executors = loops.executors();
-    db::pools pools = db::pools::make(executors, cfg.database, target.conninfo,
-                                      target.standby_conninfo, cfg.placement.synchronous_commit);
-    actors::runtime actor_runtime(cfg.actors);
-    actors::placement_metrics placement_metrics(registry);
-    std::vector<actors::placement_loop> placement_loops;
-    for (std::size_t i = 0; i < executors.size(); ++i) {
-        placement_loops.push_back({loops.all()[i], pools.placement[i].get()});
-    }
-    actors::placement_service placement(actor_runtime.system(), std::move(placement_loops),
-                                        ioc.get_executor(), *pools.background, cfg,
-                                        placement_metrics);
+// Checks the server's settings on the main loop; returns them for the diagnostics routes.
+std::string check_settings(boost::asio::io_context& ioc, const database_target& target,
+                           const config& cfg) {
+    auto checked =
+        boost::asio::co_spawn(ioc, check_server_settings(ioc.get_executor(), target.conninfo, cfg),
+                              boost::asio::use_future);
+    ioc.run();
+    ioc.restart();
+    return checked.get();
+}
 
-    actors::settlement_metrics settlement_metrics(registry);
-    actors::settlement_service settlement(actor_runtime.system(), ioc.get_executor(),
-                                          *pools.settlement, *pools.background, cfg,
-                                          settlement_metrics, &placement_metrics.recent);
-    actors::reservation_metrics reservation_metrics(registry);
-    actors::reservation_sweeper sweeper(actor_runtime.system(), ioc.get_executor(),
-                                        *pools.background, cfg, reservation_metrics);
-    actors::history_metrics history_metrics(registry);
-    std::optional<actors::partition_keeper> keeper;
+// One placement loop per event loop, each with that loop's placement pool.
+std::vector<actors::placement_loop> placement_loops(const event_loops& loops, db::pools& pools) {
+    std::vector<actors::placement_loop> placed;
+    const auto all = loops.all();
+    for (std::size_t i = 0; i < all.size(); ++i) {
+        placed.push_back({all[i], pools.placement[i].get()});
+    }
+    return placed;
+}
+
+// The history keeper, unless history.keeper_interval_ms = 0. Built in place (a prvalue), since
+// a keeper does not move.
+std::optional<actors::partition_keeper> make_keeper(actors::runtime& runtime,
+                                                    boost::asio::io_context& ioc, db::pools& pools,
+                                                    const config& cfg,
+                                                    actors::history_metrics& metrics) {
     if (cfg.history.keeper_interval_ms > 0) {
-        keeper.emplace(actor_runtime.system(), ioc.get_executor(), *pools.background, cfg,
-                       history_metrics);
+        return std::optional<actors::partition_keeper>(
+            std::in_place, runtime.system(), ioc.get_executor(), *pools.background, cfg, metrics);
     }
-    actors::reconciliation_metrics reconciliation_metrics(registry);
-    actors::reconciliation_service reconciliation(actor_runtime.system(), ioc.get_executor(),
-                                                  *pools.background, cfg, reconciliation_metrics);
-    actors::peak_sampler sampler(actor_runtime.system(), ioc.get_executor(), pools, cfg,
-                                 placement_metrics, settlement_metrics, registry);
+    return std::nullopt;
+}
 
-    net::services services;
-    services.cfg = &cfg;
-    services.pools = &pools;
-    services.readiness_conninfo = target.conninfo;
-    services.placement_opened = [&placement] { return placement.opened(); };
-    services.metrics = &registry;
-    services.token_keys = std::move(token_keys);
-    services.migrations = resources::migrations();
-    // Reads: the primary's read pool, and the standby's when database.read_url is set.
-    db::read_router reads(*pools.read, pools.standby.get(),
-                          {std::chrono::milliseconds(cfg.read.sample_interval_ms),
-                           std::chrono::milliseconds(cfg.read.ryw_wait_ms)});
+// The engine's actors and their metrics, declared in the order they start (and register their
+// metrics), so that they are destroyed in the reverse one, as the locals they replace were.
+struct serve_actors {
+    serve_actors(actors::runtime& runtime, event_loops& loops, db::pools& pools, const config& cfg,
+                 metrics::registry& registry)
+        : placement_metrics(registry),
+          placement(runtime.system(), placement_loops(loops, pools), loops.main().get_executor(),
+                    *pools.background, cfg, placement_metrics),
+          settlement_metrics(registry),
+          settlement(runtime.system(), loops.main().get_executor(), *pools.settlement,
+                     *pools.background, cfg, settlement_metrics, &placement_metrics.recent),
+          reservation_metrics(registry),
+          sweeper(runtime.system(), loops.main().get_executor(), *pools.background, cfg,
+                  reservation_metrics),
+          history_metrics(registry),
+          keeper(make_keeper(runtime, loops.main(), pools, cfg, history_metrics)),
+          reconciliation_metrics(registry),
+          reconciliation(runtime.system(), loops.main().get_executor(), *pools.background, cfg,
+                         reconciliation_metrics),
+          sampler(runtime.system(), loops.main().get_executor(), pools, cfg, placement_metrics,
+                  settlement_metrics, registry) {}
+
+    // Stops every actor; called again after the drain did, for when a second signal cut it.
+    void stop() {
+        placement.stop();
+        settlement.stop();
+        sweeper.stop();
+        if (keeper) {
+            keeper->stop();
+        }
+        reconciliation.stop();
+        sampler.stop();
+    }
+
+    actors::placement_metrics placement_metrics;
+    actors::placement_service placement;
+    actors::settlement_metrics settlement_metrics;
+    actors::settlement_service settlement;
+    actors::reservation_metrics reservation_metrics;
+    actors::reservation_sweeper sweeper;
+    actors::history_metrics history_metrics;
+    std::optional<actors::partition_keeper> keeper;
+    actors::reconciliation_metrics reconciliation_metrics;
+    actors::reconciliation_service reconciliation;
+    actors::peak_sampler sampler;
+};
+
+// Registers the read router's metrics and returns the counter of reads answered from the write
+// tables.
+metrics::counter& add_reads_metrics(metrics::registry& registry, const db::read_router& reads) {
     net::add_read_metrics(registry, reads);
-    auto& reads_behind = registry.make_counter(
+    return registry.make_counter(
         "fulltime_reads_behind_own_write_total",
         "bets reads answered from the write tables because the read model had not yet caught up "
         "with the account's own placement within read.ryw_wait_ms, or while the projector "
         "yielded to a settlement.");
-    actors::projector_metrics projector_metrics(registry);
+}
+
+// Reads: the primary's read pool, and the standby's when database.read_url is set.
+struct read_side {
+    read_side(db::pools& pools, const config& cfg, metrics::registry& registry)
+        : reads(*pools.read, pools.standby.get(),
+                {std::chrono::milliseconds(cfg.read.sample_interval_ms),
+                 std::chrono::milliseconds(cfg.read.ryw_wait_ms)}),
+          reads_behind(add_reads_metrics(registry, reads)),
+          projector_metrics(registry) {}
+
+    db::read_router reads;
+    metrics::counter& reads_behind;
+    actors::projector_metrics projector_metrics;
+};
+
+// What the gateway serves: the bets and feed handlers, and every route, over the actors.
+net::services gateway_services(const config& cfg, db::pools& pools, const database_target& target,
+                               token::keyring token_keys, std::string server_settings,
+                               metrics::registry& registry, serve_actors& engine,
+                               read_side& read_path, const event_loops& loops) {
+    net::services services;
+    services.cfg = &cfg;
+    services.pools = &pools;
+    services.readiness_conninfo = target.conninfo;
+    services.placement_opened = [&engine] { return engine.placement.opened(); };
+    services.metrics = &registry;
+    services.token_keys = std::move(token_keys);
+    services.migrations = resources::migrations();
     net::add_bets_handlers(
         services.bets,
-        {&placement, &placement_metrics, &reads, cfg.read, &reads_behind,
-         cfg.read.projector_interval_ms > 0 ? &projector_metrics.yielding : nullptr});
+        {&engine.placement, &engine.placement_metrics, &read_path.reads, cfg.read,
+         &read_path.reads_behind,
+         cfg.read.projector_interval_ms > 0 ? &read_path.projector_metrics.yielding : nullptr});
     // A stored result event wakes its market's settlement actor at once (the periodic scan is
     // the safety net).
     auto feed = net::make_feed_endpoint(
-        cfg, pools, registry, [&settlement](std::int64_t market) { settlement.notify(market); });
+        cfg, pools, registry, [&engine](std::int64_t market) { engine.settlement.notify(market); });
     services.feed = std::move(feed.handlers);
     services.routes = std::move(feed.routes);
     std::ranges::move(net::make_operator_routes(cfg, pools, registry),
                       std::back_inserter(services.routes));
-    std::ranges::move(
-        net::make_diagnostics_routes(
-            pools, [&settlement_metrics] { return settlement_metrics.governor_json(); },
-            std::move(server_settings), sampler.history(),
-            [&reads] { return net::read_state_json(reads); }),
-        std::back_inserter(services.routes));
-    std::ranges::move(net::make_reconciliation_routes(pools, reconciliation),
+    std::ranges::move(net::make_diagnostics_routes(
+                          pools, [&engine] { return engine.settlement_metrics.governor_json(); },
+                          std::move(server_settings), engine.sampler.history(),
+                          [&read_path] { return net::read_state_json(read_path.reads); }),
                       std::back_inserter(services.routes));
-    std::ranges::move(
-        net::make_market_routes(cfg, pools, reads,
-                                [&settlement](std::int64_t market) { settlement.notify(market); }),
-        std::back_inserter(services.routes));
+    std::ranges::move(net::make_reconciliation_routes(pools, engine.reconciliation),
+                      std::back_inserter(services.routes));
+    std::ranges::move(net::make_market_routes(
+                          cfg, pools, read_path.reads,
+                          [&engine](std::int64_t market) { engine.settlement.notify(market); }),
+                      std::back_inserter(services.routes));
     services.loops = loops.all();
-    net::server gateway(ioc, std::move(services));
+    return services;
+}
+
+// Listens, starts the other event loops, and says where.
+void start_gateway(net::server& gateway, event_loops& loops, const config& cfg) {
     gateway.start();
     loops.start();
     log::info("listening on http://" + cfg.gateway.host + ":" + std::to_string(gateway.port()));
@@ -281,7 +341,12 @@ int serve_command(const config& given) {
         log::info("operator routes on http://" + *cfg.gateway.admin_host + ":" +
                   std::to_string(*admin));
     }
+}
 
+// Starts pushing settlements to the connected bettors; returns the flag that stops it.
+std::shared_ptr<bool> start_pushes(boost::asio::io_context& ioc, db::pools& pools,
+                                   net::server& gateway, metrics::registry& registry,
+                                   const config& cfg) {
     auto pushes_stop = std::make_shared<bool>(false);
     net::push_settings push_settings{
         std::chrono::milliseconds(cfg.settlement.push_interval_ms), cfg.settlement.push_consumer,
@@ -292,49 +357,38 @@ int serve_command(const config& given) {
         net::run_settlement_pushes(*pools.background, gateway.connections(), registry,
                                    std::move(push_settings), pushes_stop),
         boost::asio::detached);
+    return pushes_stop;
+}
 
-    // The read side's loops: the router's sampler when there is a standby to date (without
-    // one every read goes to the primary and nothing needs the primary's position), and the
-    // projector unless this engine runs none (read.projector_interval_ms = 0: another process
-    // projects). Both stop with the pushes.
+// Starts the read side's loops: the router's sampler when there is a standby to date (without
+// one every read goes to the primary and nothing needs the primary's position), and the
+// projector unless this engine runs none (read.projector_interval_ms = 0: another process
+// projects). Returns the flag that stops both, with the pushes.
+std::shared_ptr<std::atomic<bool>> start_read_loops(boost::asio::io_context& ioc, db::pools& pools,
+                                                    read_side& read_path, serve_actors& engine,
+                                                    const config& cfg) {
     auto reads_stop = std::make_shared<std::atomic<bool>>(false);
-    if (reads.has_standby()) {
-        boost::asio::co_spawn(ioc, reads.sample(reads_stop), boost::asio::detached);
+    if (read_path.reads.has_standby()) {
+        boost::asio::co_spawn(ioc, read_path.reads.sample(reads_stop), boost::asio::detached);
     }
     if (cfg.read.projector_interval_ms > 0) {
+        auto& settlement_metrics = engine.settlement_metrics;
         boost::asio::co_spawn(
             ioc,
             actors::run_projector(
-                *pools.background, cfg.read, projector_metrics, reads_stop,
+                *pools.background, cfg.read, read_path.projector_metrics, reads_stop,
                 [&settlement_metrics] { return settlement_metrics.batches_running.value() > 0; }),
             boost::asio::detached);
     }
+    return reads_stop;
+}
 
-    boost::asio::signal_set hangups(ioc, SIGHUP);
-    watch_hangups(hangups);
-    boost::asio::signal_set signals(ioc, SIGINT, SIGTERM);
-    boost::asio::co_spawn(
-        ioc,
-        watch_signals(ioc, signals, hangups, gateway, placement, settlement, sweeper,
-                      keeper ? &*keeper : nullptr, reconciliation, sampler, pushes_stop, reads_stop,
-                      pools, cfg.gateway.shutdown_deadline_ms),
-        boost::asio::detached);
-    // Ready: the gateway accepts, the actors run and the schema is current (/readyz answers 200
-    // once the database answers and the placement actors have opened their connections;
-    // docs/operations.md).
-    systemd::notify("READY=1\nSTATUS=serving");
-    ioc.run();
-
+// Releases what is left once the main loop returned, and says so.
+void finish(serve_actors& engine, event_loops& loops, actors::runtime& actor_runtime,
+            database_target& target, const config& cfg) {
     // After a second signal the main loop stopped mid-drain: nothing runs on it any more, so
     // this thread may release what the drain did not (the other loops' parts are posted there).
-    placement.stop();
-    settlement.stop();
-    sweeper.stop();
-    if (keeper) {
-        keeper->stop();
-    }
-    reconciliation.stop();
-    sampler.stop();
+    engine.stop();
 
     // The other loops end once their sessions, groups and connections are gone; a loop still
     // busy after the shutdown deadline is stopped.
@@ -344,6 +398,57 @@ int serve_command(const config& given) {
         target.cluster->stop();
     }
     log::info("stopped");
+}
+
+}  // namespace
+
+int serve_command(const config& given) {
+    const config cfg = serving_config(given);
+    token::keyring token_keys = load_secret(cfg);
+    database_target target = open_database_target(cfg);
+
+    // gateway.io_threads event loops. Connections are spread over them, and each has its own
+    // placement actors and placement connections, so a bet stays on one thread from its frame
+    // to its reply. The main loop (loop 0) also runs the other pools and services, which are
+    // single-executor; requests that need them hop there (net/ws_session.cpp).
+    event_loops loops(cfg.gateway.io_threads);
+    boost::asio::io_context& ioc = loops.main();
+    migrate(ioc, target, cfg);
+    std::string server_settings = check_settings(ioc, target, cfg);
+
+    metrics::registry registry;
+    metrics::add_process_metrics(registry, fulltime::version);
+    const auto executors = loops.executors();
+    db::pools pools = db::pools::make(executors, cfg.database, target.conninfo,
+                                      target.standby_conninfo, cfg.placement.synchronous_commit);
+    actors::runtime actor_runtime(cfg.actors);
+    serve_actors engine(actor_runtime, loops, pools, cfg, registry);
+
+    read_side read_path(pools, cfg, registry);
+    net::server gateway(
+        ioc, gateway_services(cfg, pools, target, std::move(token_keys), std::move(server_settings),
+                              registry, engine, read_path, loops));
+    start_gateway(gateway, loops, cfg);
+    auto pushes_stop = start_pushes(ioc, pools, gateway, registry, cfg);
+    auto reads_stop = start_read_loops(ioc, pools, read_path, engine, cfg);
+
+    boost::asio::signal_set hangups(ioc, SIGHUP);
+    watch_hangups(hangups);
+    boost::asio::signal_set signals(ioc, SIGINT, SIGTERM);
+    boost::asio::co_spawn(
+        ioc,
+        watch_signals(ioc, signals, hangups, gateway, engine.placement, engine.settlement,
+                      engine.sweeper, engine.keeper ? &*engine.keeper : nullptr,
+                      engine.reconciliation, engine.sampler, pushes_stop, reads_stop, pools,
+                      cfg.gateway.shutdown_deadline_ms),
+        boost::asio::detached);
+    // Ready: the gateway accepts, the actors run and the schema is current (/readyz answers 200
+    // once the database answers and the placement actors have opened their connections;
+    // docs/operations.md).
+    systemd::notify("READY=1\nSTATUS=serving");
+    ioc.run();
+
+    finish(engine, loops, actor_runtime, target, cfg);
     return 0;
 }
 

@@ -223,6 +223,20 @@ fault parse_fault(const json& doc, const std::string& where, const scenario& s) 
     return f;
 }
 
+// A bettor's account pays its share of the live bets and of the preload (with a fifth to spare
+// for retries), or its later bets would be refused insufficient_funds.
+void check_deposit(const scenario& s) {
+    const double live_bets = s.rate_per_s * s.duration_s / static_cast<double>(s.connections);
+    const double preload_bets =
+        std::ceil(static_cast<double>(s.preload_bets) / static_cast<double>(s.accounts));
+    const double needed = static_cast<double>(s.stake_minor) * (live_bets * 1.2 + preload_bets + 1);
+    if (needed > static_cast<double>(s.deposit_minor)) {
+        fail("accounts.deposit", "is too small: a bettor's account places about " +
+                                     amount_text(static_cast<std::int64_t>(needed)) +
+                                     " in stakes during the run");
+    }
+}
+
 }  // namespace
 
 const char* name(fault_kind k) noexcept {
@@ -287,18 +301,7 @@ scenario parse_scenario(const json& doc) {
         if (s.preload_bets > 0 && s.burst_markets == 0) {
             fail("preload.bets", "needs a burst market to bet on (markets.burst is 0)");
         }
-        // A bettor's account pays its share of the live bets and of the preload (with a fifth
-        // to spare for retries), or its later bets would be refused insufficient_funds.
-        const double live_bets = s.rate_per_s * s.duration_s / static_cast<double>(s.connections);
-        const double preload_bets =
-            std::ceil(static_cast<double>(s.preload_bets) / static_cast<double>(s.accounts));
-        const double needed =
-            static_cast<double>(s.stake_minor) * (live_bets * 1.2 + preload_bets + 1);
-        if (needed > static_cast<double>(s.deposit_minor)) {
-            fail("accounts.deposit", "is too small: a bettor's account places about " +
-                                         amount_text(static_cast<std::int64_t>(needed)) +
-                                         " in stakes during the run");
-        }
+        check_deposit(s);
     }
     if (const json* f = top.find("faults"); f != nullptr) {
         if (!f->is_array() || f->size() > faults_max) {

@@ -296,6 +296,74 @@ TEST_CASE("a transfer in another currency is a mismatch and unbalances both curr
     e.check_money_invariants();
 }
 
+namespace {
+
+// Until `done`: placements, deposits and withdrawals of random accounts among the first
+// `accounts`, each its own transaction, counted in `writes`.
+void write_money(engine& e, int accounts, const std::atomic<bool>& done,
+                 std::atomic<std::int64_t>& writes) {
+    writer w(e.url());
+    std::mt19937 rng(7);
+    for (std::int64_t i = 0; !done.load(); ++i) {
+        const auto a = std::to_string(1 + static_cast<int>(rng() % accounts));
+        const auto n = std::to_string(i);
+        switch (i % 4) {
+            case 0:
+            case 1:
+                w.run("SELECT outcome FROM fulltime_place(" + a + ", 'b" + n + "', 'fp', " +
+                      (i % 8 < 4 ? "11" : "12") + ", " + std::to_string(100 + rng() % 900) +
+                      ", 2, 0, 'any', 1000, 0)");
+                break;
+            case 2:
+                // A deposit as the wallet makes it: transfer and balance in one transaction.
+                w.run(
+                    "BEGIN; INSERT INTO ledger_transfers (entry_key, currency, debit_side, "
+                    "credit_side, credit_account_id, amount) VALUES ('deposit:" +
+                    a + ":w" + n + "', 'EUR', 'cash', 'available', " + a +
+                    ", 250); UPDATE accounts SET available = available + 250 WHERE "
+                    "account_id = " +
+                    a + "; COMMIT");
+                break;
+            default:
+                // A withdrawal, refused (nothing written) when available is short.
+                w.run(
+                    "WITH u AS (UPDATE accounts SET available = available - 100 WHERE "
+                    "account_id = " +
+                    a +
+                    " AND available >= 100 RETURNING account_id) INSERT INTO "
+                    "ledger_transfers (entry_key, currency, debit_side, "
+                    "debit_account_id, credit_side, amount) SELECT 'withdrawal:" +
+                    a + ":w" + n + "', 'EUR', 'available', u.account_id, 'cash', 100 FROM u");
+                break;
+        }
+        writes.fetch_add(1);
+    }
+}
+
+// Results and corrections (reversals, payouts taken back, debts) of market 1, applied by the
+// real settlement actors, until `done` or 40 of them.
+void post_results(engine& e, const std::atomic<bool>& done) {
+    writer w(e.url());
+    for (int seq = 1; !done.load() && seq <= 40; ++seq) {
+        std::this_thread::sleep_for(30ms);
+        const bool home = seq % 2 == 1;
+        w.run("SELECT outcome FROM fulltime_record_result(1, " + std::to_string(seq) + ", 'r" +
+              std::to_string(seq) + "', 'result', '" +
+              (home ? home_wins(11, 12) : home_wins(12, 11)) + "'::jsonb, 'test')");
+        e.settlement().notify(1);
+        for (int i = 0; i < 500 && !done.load(); ++i) {
+            if (w.run("SELECT applied_seq FROM settlement_progress WHERE market_id = 1") ==
+                std::to_string(seq)) {
+                break;
+            }
+            std::this_thread::sleep_for(5ms);
+        }
+        w.run("UPDATE markets SET status = 'open' WHERE market_id = 1");
+    }
+}
+
+}  // namespace
+
 TEST_CASE("no false drift while placements, deposits and settlements commit during a run") {
     // Small chunks with pauses, so that every run spans many transactions of the writers.
     engine e([](fulltime::config& cfg) {
@@ -310,65 +378,9 @@ TEST_CASE("no false drift while placements, deposits and settlements commit duri
 
     std::atomic<bool> done{false};
     std::atomic<std::int64_t> writes{0};
-    std::thread bettor([&] {
-        writer w(e.url());
-        std::mt19937 rng(7);
-        for (std::int64_t i = 0; !done.load(); ++i) {
-            const auto a = std::to_string(1 + static_cast<int>(rng() % accounts));
-            const auto n = std::to_string(i);
-            switch (i % 4) {
-                case 0:
-                case 1:
-                    w.run("SELECT outcome FROM fulltime_place(" + a + ", 'b" + n + "', 'fp', " +
-                          (i % 8 < 4 ? "11" : "12") + ", " + std::to_string(100 + rng() % 900) +
-                          ", 2, 0, 'any', 1000, 0)");
-                    break;
-                case 2:
-                    // A deposit as the wallet makes it: transfer and balance in one transaction.
-                    w.run(
-                        "BEGIN; INSERT INTO ledger_transfers (entry_key, currency, debit_side, "
-                        "credit_side, credit_account_id, amount) VALUES ('deposit:" +
-                        a + ":w" + n + "', 'EUR', 'cash', 'available', " + a +
-                        ", 250); UPDATE accounts SET available = available + 250 WHERE "
-                        "account_id = " +
-                        a + "; COMMIT");
-                    break;
-                default:
-                    // A withdrawal, refused (nothing written) when available is short.
-                    w.run(
-                        "WITH u AS (UPDATE accounts SET available = available - 100 WHERE "
-                        "account_id = " +
-                        a +
-                        " AND available >= 100 RETURNING account_id) INSERT INTO "
-                        "ledger_transfers (entry_key, currency, debit_side, "
-                        "debit_account_id, credit_side, amount) SELECT 'withdrawal:" +
-                        a + ":w" + n + "', 'EUR', 'available', u.account_id, 'cash', 100 FROM u");
-                    break;
-            }
-            writes.fetch_add(1);
-        }
-    });
-    // Results and corrections (reversals, payouts taken back, debts) applied by the real
-    // settlement actors while the runs read.
-    std::thread producer([&] {
-        writer w(e.url());
-        for (int seq = 1; !done.load() && seq <= 40; ++seq) {
-            std::this_thread::sleep_for(30ms);
-            const bool home = seq % 2 == 1;
-            w.run("SELECT outcome FROM fulltime_record_result(1, " + std::to_string(seq) + ", 'r" +
-                  std::to_string(seq) + "', 'result', '" +
-                  (home ? home_wins(11, 12) : home_wins(12, 11)) + "'::jsonb, 'test')");
-            e.settlement().notify(1);
-            for (int i = 0; i < 500 && !done.load(); ++i) {
-                if (w.run("SELECT applied_seq FROM settlement_progress WHERE market_id = 1") ==
-                    std::to_string(seq)) {
-                    break;
-                }
-                std::this_thread::sleep_for(5ms);
-            }
-            w.run("UPDATE markets SET status = 'open' WHERE market_id = 1");
-        }
-    });
+    std::thread bettor([&] { write_money(e, accounts, done, writes); });
+    // Results and corrections applied by the real settlement actors while the runs read.
+    std::thread producer([&] { post_results(e, done); });
 
     // The control: the same comparison made in two statements (balance rows, then the ledger)
     // does see the writers' transactions half-way, so this load would expose a comparison that

@@ -240,6 +240,42 @@ TEST_CASE("a correction a rollback and a windowed cancel on a settled market kee
     e.check_money_invariants();
 }
 
+namespace {
+
+// Checks the outbox of a settled market of `bets` bets: one row per step, listing its bets.
+void check_settlement_batches(engine& e, int bets) {
+    // Every bet announced once, to its account, with the settlement row's version, outcome and
+    // payout.
+    CHECK(e.scalar("SELECT count(*) FROM outbox WHERE topic IN ('bet_settled', 'bet_unsettled')") ==
+          0);
+    CHECK(e.scalar("SELECT count(*) FROM outbox WHERE topic = 'settlement_batch'") < bets / 10);
+    // The entries are parallel arrays: entry i is element i of each, and every array of a row
+    // has as many elements as its bet ids.
+    const std::string entries =
+        "FROM outbox o CROSS JOIN LATERAL jsonb_to_record(o.payload) AS c(account_id bigint[], "
+        "bet_id bigint[], version integer[], kind text[], outcome text[], payout bigint[]) "
+        "CROSS JOIN LATERAL unnest(c.account_id, c.bet_id, c.version, c.kind, c.outcome, "
+        "c.payout) AS s(account_id, bet_id, version, kind, outcome, payout) "
+        "WHERE o.topic = 'settlement_batch'";
+    CHECK(e.scalar("SELECT count(DISTINCT s.bet_id) " + entries +
+                   " AND EXISTS (SELECT 1 FROM bets b JOIN bet_settlements t ON t.bet_id = "
+                   "b.bet_id WHERE b.bet_id = s.bet_id AND b.account_id = s.account_id AND "
+                   "t.version = s.version AND s.kind = 'settle' AND s.outcome = t.outcome AND "
+                   "s.payout = t.payout)") == bets);
+    CHECK(e.scalar("SELECT count(*) " + entries) == bets);
+    CHECK(e.scalar("SELECT count(*) FROM outbox o WHERE o.topic = 'settlement_batch' AND "
+                   "(SELECT count(DISTINCT jsonb_array_length(o.payload->k)) FROM unnest("
+                   "ARRAY['account_id', 'bet_id', 'version', 'kind', 'outcome', 'payout']) k) "
+                   "<> 1") == 0);
+    // In bet_id order within each row.
+    CHECK(e.scalar("SELECT count(*) FROM outbox o WHERE o.topic = 'settlement_batch' AND "
+                   "ARRAY(SELECT jsonb_array_elements_text(o.payload->'bet_id')::bigint) <> "
+                   "ARRAY(SELECT x::bigint FROM jsonb_array_elements_text(o.payload->'bet_id') "
+                   "x ORDER BY x::bigint)") == 0);
+}
+
+}  // namespace
+
 TEST_CASE("a market of 20000 bets settles while placements on other markets go on") {
     engine e([](fulltime::config& cfg) {
         cfg.settlement.batch_bets_max = 500;
@@ -302,34 +338,8 @@ TEST_CASE("a market of 20000 bets settles while placements on other markets go o
     CHECK(e.scalar("SELECT count(*) FROM bet_settlements") == bets);
     CHECK(e.scalar("SELECT count(*) FROM bet_settlements WHERE outcome = 'won' AND payout = 200") ==
           bets / 3 + 1);
-    // One outbox row per step, listing its bets: every bet announced once, to its account,
-    // with the settlement row's version, outcome and payout.
-    CHECK(e.scalar("SELECT count(*) FROM outbox WHERE topic IN ('bet_settled', 'bet_unsettled')") ==
-          0);
-    CHECK(e.scalar("SELECT count(*) FROM outbox WHERE topic = 'settlement_batch'") < bets / 10);
-    // The entries are parallel arrays: entry i is element i of each, and every array of a row
-    // has as many elements as its bet ids.
-    const std::string entries =
-        "FROM outbox o CROSS JOIN LATERAL jsonb_to_record(o.payload) AS c(account_id bigint[], "
-        "bet_id bigint[], version integer[], kind text[], outcome text[], payout bigint[]) "
-        "CROSS JOIN LATERAL unnest(c.account_id, c.bet_id, c.version, c.kind, c.outcome, "
-        "c.payout) AS s(account_id, bet_id, version, kind, outcome, payout) "
-        "WHERE o.topic = 'settlement_batch'";
-    CHECK(e.scalar("SELECT count(DISTINCT s.bet_id) " + entries +
-                   " AND EXISTS (SELECT 1 FROM bets b JOIN bet_settlements t ON t.bet_id = "
-                   "b.bet_id WHERE b.bet_id = s.bet_id AND b.account_id = s.account_id AND "
-                   "t.version = s.version AND s.kind = 'settle' AND s.outcome = t.outcome AND "
-                   "s.payout = t.payout)") == bets);
-    CHECK(e.scalar("SELECT count(*) " + entries) == bets);
-    CHECK(e.scalar("SELECT count(*) FROM outbox o WHERE o.topic = 'settlement_batch' AND "
-                   "(SELECT count(DISTINCT jsonb_array_length(o.payload->k)) FROM unnest("
-                   "ARRAY['account_id', 'bet_id', 'version', 'kind', 'outcome', 'payout']) k) "
-                   "<> 1") == 0);
-    // In bet_id order within each row.
-    CHECK(e.scalar("SELECT count(*) FROM outbox o WHERE o.topic = 'settlement_batch' AND "
-                   "ARRAY(SELECT jsonb_array_elements_text(o.payload->'bet_id')::bigint) <> "
-                   "ARRAY(SELECT x::bigint FROM jsonb_array_elements_text(o.payload->'bet_id') "
-                   "x ORDER BY x::bigint)") == 0);
+    // One outbox row per step, listing its bets.
+    check_settlement_batches(e, bets);
     CHECK(e.settlement_metrics().bets.value() == static_cast<std::uint64_t>(bets));
     e.check_money_invariants();
 }

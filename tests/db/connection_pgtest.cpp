@@ -24,6 +24,78 @@ using asio::experimental::awaitable_operators::operator&&;
 
 namespace {
 
+// The values typed_round_trip sent, as each type reads them.
+void check_typed_values(const db::result& r, std::int64_t big, std::int32_t small,
+                        const std::string& text) {
+    auto v0 = r.get<std::int64_t>(0, 0);
+    FT_REQUIRE_OK(v0);
+    CHECK(*v0 == big);
+    auto v1 = r.get<std::int32_t>(0, 1);
+    FT_REQUIRE_OK(v1);
+    CHECK(*v1 == small);
+    auto v2 = r.get<bool>(0, 2);
+    FT_REQUIRE_OK(v2);
+    CHECK(*v2 == true);
+    auto v3 = r.get<std::string>(0, 3);
+    FT_REQUIRE_OK(v3);
+    CHECK(*v3 == text);
+    auto v3_view = r.get<std::string_view>(0, 3);
+    FT_REQUIRE_OK(v3_view);
+    CHECK(*v3_view == text);
+}
+
+// NULL: nullopt when read as optional, bad_result otherwise.
+void check_nulls(const db::result& r) {
+    CHECK(r.is_null(0, 4));
+    CHECK(r.text(0, 4).empty());
+    auto null_text = r.get<std::optional<std::string>>(0, 4);
+    FT_REQUIRE_OK(null_text);
+    CHECK_FALSE(null_text->has_value());
+    auto null_view = r.get<std::optional<std::string_view>>(0, 4);
+    FT_REQUIRE_OK(null_view);
+    CHECK_FALSE(null_view->has_value());
+    auto null_int = r.get<std::optional<std::int64_t>>(0, 5);
+    FT_REQUIRE_OK(null_int);
+    CHECK_FALSE(null_int->has_value());
+    auto null_as_int = r.get<std::int64_t>(0, 5);
+    FT_CHECK_FAILS_WITH(null_as_int, db::errc::bad_result);
+    auto null_as_string = r.get<std::string>(0, 4);
+    FT_CHECK_FAILS_WITH(null_as_string, db::errc::bad_result);
+}
+
+// Optional values that are there, a numeric past int64 as text, an empty string.
+void check_present_values(const db::result& r) {
+    auto opt_false = r.get<std::optional<bool>>(0, 6);
+    FT_REQUIRE_OK(opt_false);
+    REQUIRE(opt_false->has_value());
+    CHECK(**opt_false == false);
+    CHECK(r.text(0, 7) == "18446744073709551615");
+    auto opt_int = r.get<std::optional<std::int64_t>>(0, 8);
+    FT_REQUIRE_OK(opt_int);
+    CHECK(*opt_int == std::optional<std::int64_t>{42});
+    auto opt_int32 = r.get<std::optional<std::int32_t>>(0, 8);
+    FT_REQUIRE_OK(opt_int32);
+    CHECK(*opt_int32 == std::optional<std::int32_t>{42});
+    auto empty = r.get<std::string>(0, 9);
+    FT_REQUIRE_OK(empty);
+    CHECK(empty->empty());
+    CHECK_FALSE(r.is_null(0, 9));
+}
+
+// Values that do not fit the requested type, and positions outside the result.
+void check_misfits(const db::result& r) {
+    auto too_big = r.get<std::int32_t>(0, 0);
+    FT_CHECK_FAILS_WITH(too_big, db::errc::bad_result);
+    auto text_as_int = r.get<std::int64_t>(0, 3);
+    FT_CHECK_FAILS_WITH(text_as_int, db::errc::bad_result);
+    auto text_as_bool = r.get<bool>(0, 3);
+    FT_CHECK_FAILS_WITH(text_as_bool, db::errc::bad_result);
+    auto no_column = r.get<std::int64_t>(0, 10);
+    FT_CHECK_FAILS_WITH(no_column, db::errc::bad_result);
+    auto no_row = r.get<std::optional<std::int64_t>>(1, 0);
+    FT_CHECK_FAILS_WITH(no_row, db::errc::bad_result);
+}
+
 awaitable<void> typed_round_trip(std::string url) {
     auto conn = co_await open_connection(url);
     const std::int64_t big = std::numeric_limits<std::int64_t>::min();
@@ -39,66 +111,10 @@ awaitable<void> typed_round_trip(std::string url) {
     CHECK(r->rows() == 1);
     CHECK(r->columns() == 10);
 
-    auto v0 = r->get<std::int64_t>(0, 0);
-    FT_REQUIRE_OK(v0);
-    CHECK(*v0 == big);
-    auto v1 = r->get<std::int32_t>(0, 1);
-    FT_REQUIRE_OK(v1);
-    CHECK(*v1 == small);
-    auto v2 = r->get<bool>(0, 2);
-    FT_REQUIRE_OK(v2);
-    CHECK(*v2 == true);
-    auto v3 = r->get<std::string>(0, 3);
-    FT_REQUIRE_OK(v3);
-    CHECK(*v3 == text);
-    auto v3_view = r->get<std::string_view>(0, 3);
-    FT_REQUIRE_OK(v3_view);
-    CHECK(*v3_view == text);
-
-    // NULL: nullopt when read as optional, bad_result otherwise.
-    CHECK(r->is_null(0, 4));
-    CHECK(r->text(0, 4).empty());
-    auto null_text = r->get<std::optional<std::string>>(0, 4);
-    FT_REQUIRE_OK(null_text);
-    CHECK_FALSE(null_text->has_value());
-    auto null_view = r->get<std::optional<std::string_view>>(0, 4);
-    FT_REQUIRE_OK(null_view);
-    CHECK_FALSE(null_view->has_value());
-    auto null_int = r->get<std::optional<std::int64_t>>(0, 5);
-    FT_REQUIRE_OK(null_int);
-    CHECK_FALSE(null_int->has_value());
-    auto null_as_int = r->get<std::int64_t>(0, 5);
-    FT_CHECK_FAILS_WITH(null_as_int, db::errc::bad_result);
-    auto null_as_string = r->get<std::string>(0, 4);
-    FT_CHECK_FAILS_WITH(null_as_string, db::errc::bad_result);
-
-    auto opt_false = r->get<std::optional<bool>>(0, 6);
-    FT_REQUIRE_OK(opt_false);
-    REQUIRE(opt_false->has_value());
-    CHECK(**opt_false == false);
-    CHECK(r->text(0, 7) == "18446744073709551615");
-    auto opt_int = r->get<std::optional<std::int64_t>>(0, 8);
-    FT_REQUIRE_OK(opt_int);
-    CHECK(*opt_int == std::optional<std::int64_t>{42});
-    auto opt_int32 = r->get<std::optional<std::int32_t>>(0, 8);
-    FT_REQUIRE_OK(opt_int32);
-    CHECK(*opt_int32 == std::optional<std::int32_t>{42});
-    auto empty = r->get<std::string>(0, 9);
-    FT_REQUIRE_OK(empty);
-    CHECK(empty->empty());
-    CHECK_FALSE(r->is_null(0, 9));
-
-    // Values that do not fit the requested type, and positions outside the result.
-    auto too_big = r->get<std::int32_t>(0, 0);
-    FT_CHECK_FAILS_WITH(too_big, db::errc::bad_result);
-    auto text_as_int = r->get<std::int64_t>(0, 3);
-    FT_CHECK_FAILS_WITH(text_as_int, db::errc::bad_result);
-    auto text_as_bool = r->get<bool>(0, 3);
-    FT_CHECK_FAILS_WITH(text_as_bool, db::errc::bad_result);
-    auto no_column = r->get<std::int64_t>(0, 10);
-    FT_CHECK_FAILS_WITH(no_column, db::errc::bad_result);
-    auto no_row = r->get<std::optional<std::int64_t>>(1, 0);
-    FT_CHECK_FAILS_WITH(no_row, db::errc::bad_result);
+    check_typed_values(*r, big, small, text);
+    check_nulls(*r);
+    check_present_values(*r);
+    check_misfits(*r);
 
     // Affected rows and an empty result.
     FT_AWAIT_OK(co_await conn->query("CREATE TABLE t (id bigint PRIMARY KEY, note text)"));

@@ -332,101 +332,118 @@ std::vector<bets::place_request> mixed_group() {
     };
 }
 
-TEST_CASE("placement group: a mixed group gives each item its own outcome and writes its rows") {
-    database e;
-    mixed_catalog(e);
-    const auto earlier = place(e, earlier_group);
-    REQUIRE(earlier[0].outcome == "placed");
-    const auto group = mixed_group();
-    const auto a = place(e, group);
+/// Holds the bets the mixed group placed, by item.
+struct mixed_bets {
+    std::int64_t b1 = 0;
+    std::int64_t b2 = 0;
+    std::int64_t b4 = 0;
+    std::int64_t b7 = 0;
+    std::int64_t b17 = 0;
+    std::int64_t b18 = 0;
+    std::int64_t b22 = 0;
+};
 
-    auto refused = [&](std::size_t item, const std::string& code, const json& details = {}) {
-        CAPTURE(item);
-        const auto& got = a[item - 1];
-        CHECK(got.outcome == "rejected");
-        json want = {{"outcome", "rejected"}, {"code", code}};
-        if (details.is_object()) {
-            want.update(details);
-        }
-        CHECK(got.response == want);
-    };
-    auto placed = [&](std::size_t item, std::int64_t available, std::int64_t reserved,
-                      std::int64_t market, std::int64_t odds) {
-        CAPTURE(item);
-        const auto& got = a[item - 1];
-        const auto& r = group[item - 1];
-        REQUIRE(got.outcome == "placed");
-        const auto& p = got.response;
-        CHECK(p.size() == 11);
-        CHECK(p["outcome"] == "placed");
-        CHECK(p["account_id"] == r.account_id);
-        CHECK(p["market_id"] == market);
-        CHECK(p["selection_id"] == r.selection_id);
-        CHECK(p["stake"] == r.stake_thousandths / 10);
-        CHECK(p["odds"] == odds);
-        CHECK(p["currency"] == "EUR");
-        CHECK(p["available"] == available);
-        CHECK(p["reserved"] == reserved);
-        const auto bet_id = p["bet_id"].get<std::int64_t>();
-        CHECK(std::regex_match(p["placed_at"].get<std::string>(),
-                               std::regex(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z)")));
-        CHECK(e.text("SELECT to_char(placed_at AT TIME ZONE 'UTC', "
-                     "'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"') FROM bets WHERE bet_id = " +
-                     std::to_string(bet_id)) == p["placed_at"].get<std::string>());
-        CHECK(e.text("SELECT concat_ws(' ', account_id, market_id, selection_id, stake, odds, "
-                     "idempotency_key) FROM bets WHERE bet_id = " +
-                     std::to_string(bet_id)) ==
-              std::to_string(r.account_id) + " " + std::to_string(market) + " " +
-                  std::to_string(r.selection_id) + " " + std::to_string(r.stake_thousandths / 10) +
-                  " " + std::to_string(odds) + " " + r.idempotency_key);
-        return bet_id;
-    };
+// Checks that 1-based `item` was rejected with `code` (and `details`, an object, in its response).
+void check_refused(const std::vector<answer>& a, std::size_t item, const std::string& code,
+                   const json& details = {}) {
+    CAPTURE(item);
+    const auto& got = a[item - 1];
+    CHECK(got.outcome == "rejected");
+    json want = {{"outcome", "rejected"}, {"code", code}};
+    if (details.is_object()) {
+        want.update(details);
+    }
+    CHECK(got.response == want);
+}
 
+// Checks that 1-based `item` was placed as asked, with these balances after it, and that its
+// row says the same; returns its bet.
+std::int64_t check_placed(database& e, const std::vector<answer>& a,
+                          const std::vector<bets::place_request>& group, std::size_t item,
+                          std::int64_t available, std::int64_t reserved, std::int64_t market,
+                          std::int64_t odds) {
+    CAPTURE(item);
+    const auto& got = a[item - 1];
+    const auto& r = group[item - 1];
+    REQUIRE(got.outcome == "placed");
+    const auto& p = got.response;
+    CHECK(p.size() == 11);
+    CHECK(p["outcome"] == "placed");
+    CHECK(p["account_id"] == r.account_id);
+    CHECK(p["market_id"] == market);
+    CHECK(p["selection_id"] == r.selection_id);
+    CHECK(p["stake"] == r.stake_thousandths / 10);
+    CHECK(p["odds"] == odds);
+    CHECK(p["currency"] == "EUR");
+    CHECK(p["available"] == available);
+    CHECK(p["reserved"] == reserved);
+    const auto bet_id = p["bet_id"].get<std::int64_t>();
+    CHECK(std::regex_match(p["placed_at"].get<std::string>(),
+                           std::regex(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z)")));
+    CHECK(e.text("SELECT to_char(placed_at AT TIME ZONE 'UTC', "
+                 "'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"') FROM bets WHERE bet_id = " +
+                 std::to_string(bet_id)) == p["placed_at"].get<std::string>());
+    CHECK(e.text("SELECT concat_ws(' ', account_id, market_id, selection_id, stake, odds, "
+                 "idempotency_key) FROM bets WHERE bet_id = " +
+                 std::to_string(bet_id)) ==
+          std::to_string(r.account_id) + " " + std::to_string(market) + " " +
+              std::to_string(r.selection_id) + " " + std::to_string(r.stake_thousandths / 10) +
+              " " + std::to_string(odds) + " " + r.idempotency_key);
+    return bet_id;
+}
+
+// Checks each item's answer in the mixed group; returns the bets it placed.
+mixed_bets check_mixed_answers(database& e, const std::vector<answer>& a,
+                               const std::vector<bets::place_request>& group,
+                               const std::vector<answer>& earlier) {
+    mixed_bets ids;
     // Two placements of account 1, the second seeing the first's reservation; a refusal for
     // funds that leaves a later, smaller bet of the same account alone.
-    const auto b1 = placed(1, 7000, 3000, 300, 15000);
-    const auto b2 = placed(2, 3000, 7000, 300, 15000);
-    refused(3, "insufficient_funds");
-    const auto b4 = placed(4, 500, 9500, 300, 15000);
+    ids.b1 = check_placed(e, a, group, 1, 7000, 3000, 300, 15000);
+    ids.b2 = check_placed(e, a, group, 2, 3000, 7000, 300, 15000);
+    check_refused(a, 3, "insufficient_funds");
+    ids.b4 = check_placed(e, a, group, 4, 500, 9500, 300, 15000);
     // A key stored by an earlier group: the identical response; other parameters: key_reused.
     CHECK(a[4].outcome == "replayed");
     CHECK(a[4].response == earlier[0].response);
     CHECK(a[5].outcome == "key_reused");
     CHECK(a[5].response == json{{"code", "idempotency_key_reused"}});
     // One key twice in the group: the second is a second request after the first.
-    const auto b7 = placed(7, 4000, 1000, 300, 15000);
+    ids.b7 = check_placed(e, a, group, 7, 4000, 1000, 300, 15000);
     CHECK(a[7].outcome == "replayed");
     CHECK(a[7].response == a[6].response);
     CHECK(a[8].outcome == "key_reused");
     CHECK(a[8].response == json{{"code", "idempotency_key_reused"}});
-    refused(10, "unknown_selection", {{"selection_id", 9999}});
-    refused(11, "market_suspended", {{"market_id", 200}, {"market_status", "suspended"}});
-    refused(12, "stake_limit", {{"stake_min", 10}, {"stake_max", 5000}, {"currency", "EUR"}});
-    refused(13, "stake_limit", {{"stake_min", 10}, {"stake_max", 5000}, {"currency", "EUR"}});
-    refused(14, "odds_changed", {{"odds", 15000}});
-    refused(15, "odds_changed", {{"odds", 15000}});
-    refused(16, "insufficient_funds", {{"account_missing", true}});
+    check_refused(a, 10, "unknown_selection", {{"selection_id", 9999}});
+    check_refused(a, 11, "market_suspended", {{"market_id", 200}, {"market_status", "suspended"}});
+    check_refused(a, 12, "stake_limit",
+                  {{"stake_min", 10}, {"stake_max", 5000}, {"currency", "EUR"}});
+    check_refused(a, 13, "stake_limit",
+                  {{"stake_min", 10}, {"stake_max", 5000}, {"currency", "EUR"}});
+    check_refused(a, 14, "odds_changed", {{"odds", 15000}});
+    check_refused(a, 15, "odds_changed", {{"odds", 15000}});
+    check_refused(a, 16, "insufficient_funds", {{"account_missing", true}});
     // Liability on market 100: the preferred shard (0), the fallback, the market's limit, both
     // shards full, and a fallback refused for funds that gives its liability back.
-    const auto b17 = placed(17, 95900, 4100, 100, 30000);
-    const auto b18 = placed(18, 94400, 5600, 100, 30000);
-    refused(19, "liability_limit");
-    refused(20, "liability_limit");
-    refused(21, "insufficient_funds");
-    const auto b22 = placed(22, 500, 500, 100, 20000);
+    ids.b17 = check_placed(e, a, group, 17, 95900, 4100, 100, 30000);
+    ids.b18 = check_placed(e, a, group, 18, 94400, 5600, 100, 30000);
+    check_refused(a, 19, "liability_limit");
+    check_refused(a, 20, "liability_limit");
+    check_refused(a, 21, "insufficient_funds");
+    ids.b22 = check_placed(e, a, group, 22, 500, 500, 100, 20000);
     // More decimals than the currency: nothing stored, so the next item with its key claims it.
     CHECK(a[22].outcome == "invalid");
     CHECK(a[22].response ==
           json{{"outcome", "invalid"}, {"stake", 1005}, {"stake_digits", 3}, {"currency", "EUR"}});
-    refused(24, "stake_limit", {{"stake_min", 10}, {"stake_max", 5000}, {"currency", "EUR"}});
+    check_refused(a, 24, "stake_limit",
+                  {{"stake_min", 10}, {"stake_max", 5000}, {"currency", "EUR"}});
     CHECK(e.text("SELECT fingerprint FROM idempotency_keys WHERE account_id = 2 AND "
                  "idempotency_key = 'd1'") == bets::fingerprint(group[23]));
+    return ids;
+}
 
-    // Bet ids ascend with arrival.
-    const std::vector<std::int64_t> ids{b1, b2, b4, b7, b17, b18, b22};
-    CHECK(std::is_sorted(ids.begin(), ids.end()));
-    CHECK(std::adjacent_find(ids.begin(), ids.end()) == ids.end());
-
+// Checks the rows the mixed group wrote: balances, exposure, bets, ledger and outbox.
+void check_mixed_rows(database& e, const mixed_bets& ids) {
     CHECK(rows_text(e,
                     "SELECT concat_ws(' ', account_id, available, reserved) FROM accounts "
                     "ORDER BY account_id") == "1 500 9500\n2 500 500\n3 94400 5600\n4 4000 1000");
@@ -441,7 +458,7 @@ TEST_CASE("placement group: a mixed group gives each item its own outcome and wr
                     "l.debit_side, l.debit_account_id, l.credit_side, l.credit_account_id, "
                     "l.amount, l.currency) FROM ledger_transfers l JOIN bets b USING (bet_id) "
                     "WHERE b.bet_id >= " +
-                        std::to_string(b1) + " ORDER BY l.transfer_id") ==
+                        std::to_string(ids.b1) + " ORDER BY l.transfer_id") ==
           "t available 1 reserved 1 3000 EUR\nt available 1 reserved 1 4000 EUR\n"
           "t available 1 reserved 1 2500 EUR\nt available 4 reserved 4 1000 EUR\n"
           "t available 3 reserved 3 4000 EUR\nt available 3 reserved 3 1500 EUR\n"
@@ -450,34 +467,40 @@ TEST_CASE("placement group: a mixed group gives each item its own outcome and wr
                     "SELECT concat_ws(' ', o.topic, o.account_id, (o.payload - 'placed_at')::text) "
                     "FROM outbox "
                     "o WHERE (o.payload->>'bet_id')::bigint >= " +
-                        std::to_string(b1) + " ORDER BY o.outbox_id") ==
-          "bet_placed 1 {\"odds\": 15000, \"stake\": 3000, \"bet_id\": " + std::to_string(b1) +
+                        std::to_string(ids.b1) + " ORDER BY o.outbox_id") ==
+          "bet_placed 1 {\"odds\": 15000, \"stake\": 3000, \"bet_id\": " + std::to_string(ids.b1) +
               ", \"currency\": \"EUR\", \"market_id\": 300, \"selection_id\": 3001}\n"
               "bet_placed 1 {\"odds\": 15000, \"stake\": 4000, \"bet_id\": " +
-              std::to_string(b2) +
+              std::to_string(ids.b2) +
               ", \"currency\": \"EUR\", \"market_id\": 300, \"selection_id\": 3001}\n"
               "bet_placed 1 {\"odds\": 15000, \"stake\": 2500, \"bet_id\": " +
-              std::to_string(b4) +
+              std::to_string(ids.b4) +
               ", \"currency\": \"EUR\", \"market_id\": 300, \"selection_id\": 3001}\n"
               "bet_placed 4 {\"odds\": 15000, \"stake\": 1000, \"bet_id\": " +
-              std::to_string(b7) +
+              std::to_string(ids.b7) +
               ", \"currency\": \"EUR\", \"market_id\": 300, \"selection_id\": 3001}\n"
               "bet_placed 3 {\"odds\": 30000, \"stake\": 4000, \"bet_id\": " +
-              std::to_string(b17) +
+              std::to_string(ids.b17) +
               ", \"currency\": \"EUR\", \"market_id\": 100, \"selection_id\": 1002}\n"
               "bet_placed 3 {\"odds\": 30000, \"stake\": 1500, \"bet_id\": " +
-              std::to_string(b18) +
+              std::to_string(ids.b18) +
               ", \"currency\": \"EUR\", \"market_id\": 100, \"selection_id\": 1002}\n"
               "bet_placed 2 {\"odds\": 20000, \"stake\": 500, \"bet_id\": " +
-              std::to_string(b22) +
+              std::to_string(ids.b22) +
               ", \"currency\": \"EUR\", \"market_id\": 100, \"selection_id\": 1001}");
     // Each payload's placed_at is its bet's, to the microsecond (the read model's projector
     // takes it from there).
     CHECK(e.scalar("SELECT count(*) FROM outbox o JOIN bets b ON b.bet_id = "
                    "(o.payload->>'bet_id')::bigint "
                    "WHERE o.topic = 'bet_placed' AND b.bet_id >= " +
-                   std::to_string(b1) +
+                   std::to_string(ids.b1) +
                    " AND (o.payload->>'placed_at')::timestamptz = b.placed_at") == 7);
+}
+
+// Checks that each claimed key stores exactly the response its item got, with its bet.
+void check_mixed_keys(database& e, const std::vector<answer>& a,
+                      const std::vector<bets::place_request>& group,
+                      const std::vector<answer>& earlier) {
     // Each claimed key stores exactly the response its item got, with its bet; the replayed and
     // reused keys keep what they stored first.
     std::set<std::string> seen;
@@ -501,18 +524,12 @@ TEST_CASE("placement group: a mixed group gives each item its own outcome and wr
                   (a[i].outcome == "placed" ? a[i].response["bet_id"].dump() : ""));
         }
     }
-    CHECK(e.scalar("SELECT count(*) FROM idempotency_keys") == 20);
-    check_invariants(e);
+}
 
-    // The same two groups, one item after the other, through the reference: the same answers
-    // and the same books.
-    database ref;
-    mixed_catalog(ref);
-    check_same_answers(place_reference(ref, earlier_group), earlier);
-    check_same_answers(place_reference(ref, group), a);
-    check_same_books(e, ref);
-
-    // Retried as a whole (a lock timeout would do this): every item replays its first answer.
+// Checks the group retried as a whole: every item replays its first answer.
+void check_mixed_retry(database& e, const std::vector<answer>& a,
+                       const std::vector<bets::place_request>& group) {
+    // A lock timeout would do this.
     const auto again = place(e, group, 1);
     for (std::size_t i = 0; i < group.size(); ++i) {
         CAPTURE(i + 1);
@@ -524,6 +541,36 @@ TEST_CASE("placement group: a mixed group gives each item its own outcome and wr
             CHECK(again[i].response == a[i].response);
         }
     }
+}
+
+TEST_CASE("placement group: a mixed group gives each item its own outcome and writes its rows") {
+    database e;
+    mixed_catalog(e);
+    const auto earlier = place(e, earlier_group);
+    REQUIRE(earlier[0].outcome == "placed");
+    const auto group = mixed_group();
+    const auto a = place(e, group);
+
+    const mixed_bets ids = check_mixed_answers(e, a, group, earlier);
+    // Bet ids ascend with arrival.
+    const std::vector<std::int64_t> bet_ids{ids.b1,  ids.b2,  ids.b4, ids.b7,
+                                            ids.b17, ids.b18, ids.b22};
+    CHECK(std::is_sorted(bet_ids.begin(), bet_ids.end()));
+    CHECK(std::adjacent_find(bet_ids.begin(), bet_ids.end()) == bet_ids.end());
+    check_mixed_rows(e, ids);
+    check_mixed_keys(e, a, group, earlier);
+    CHECK(e.scalar("SELECT count(*) FROM idempotency_keys") == 20);
+    check_invariants(e);
+
+    // The same two groups, one item after the other, through the reference: the same answers
+    // and the same books.
+    database ref;
+    mixed_catalog(ref);
+    check_same_answers(place_reference(ref, earlier_group), earlier);
+    check_same_answers(place_reference(ref, group), a);
+    check_same_books(e, ref);
+
+    check_mixed_retry(e, a, group);
     CHECK(e.scalar("SELECT count(*) FROM bets") == 8);
     check_invariants(e);
 }
