@@ -1,6 +1,7 @@
 // The table of settings is the one place a setting is defined (config/settings_table.cpp): these
-// tests hold it consistent in itself and with the initialisers of config.hpp. A failure names
-// the setting.
+// tests hold it consistent in itself, and hold what is written elsewhere to it: the defaults
+// file config/fulltime.json, the table of docs/config.md, the initialisers of config.hpp and the
+// packaged configuration. A failure names the setting and prints what to write.
 
 #include "config/settings_table.hpp"
 
@@ -248,4 +249,206 @@ TEST_CASE("settings table: a configuration built field by field starts at 0 or t
             CHECK(v == default_json(s));
         }
     }
+}
+
+namespace {
+
+std::string read_source(const std::string& relative) {
+    std::ifstream in(std::string(FULLTIME_SOURCE_DIR) + "/" + relative);
+    REQUIRE_MESSAGE(in.good(), "cannot read " << relative);
+    std::stringstream text;
+    text << in.rdbuf();
+    return text.str();
+}
+
+void flatten(const json& node, const std::string& prefix, std::map<std::string, json>& out) {
+    for (const auto& [key, item] : node.items()) {
+        if (key.starts_with('_')) {
+            continue;  // a comment
+        }
+        const std::string path = prefix.empty() ? key : prefix + "." + key;
+        if (item.is_object()) {
+            flatten(item, path, out);
+        } else {
+            out[path] = item;
+        }
+    }
+}
+
+}  // namespace
+
+TEST_CASE("settings table: config/fulltime.json holds exactly the table's defaults") {
+    std::map<std::string, json> leaves;
+    flatten(json::parse(read_source("config/fulltime.json")), "", leaves);
+    for (const auto& s : table()) {
+        const json expected = default_json(s);
+        const auto it = leaves.find(std::string(s.name));
+        if (it == leaves.end()) {
+            FAIL_CHECK("config/fulltime.json has no '" << s.name << "': add it with the table's "
+                                                       << "default, " << expected.dump());
+            continue;
+        }
+        // An integer parses as unsigned when it is not negative: compare integers as integers.
+        const bool same_type = expected.is_number_integer() ? it->second.is_number_integer()
+                                                            : it->second.type() == expected.type();
+        CHECK_MESSAGE((same_type && it->second == expected),
+                      "config/fulltime.json: '" << s.name << "' is " << it->second.dump()
+                                                << ", the table's default is " << expected.dump());
+        leaves.erase(it);
+    }
+    for (const auto& [path, item] : leaves) {
+        FAIL_CHECK("config/fulltime.json has '" << path << "', which is no setting: remove it");
+    }
+}
+
+namespace {
+
+// A row of the table in docs/config.md: cells as written, `|` unescaped but in the meaning.
+struct doc_row {
+    std::string key;
+    std::string default_text;
+    std::string bounds;
+    std::string meaning;
+};
+
+std::string escape_bars(const std::string& cell) {
+    std::string out;
+    for (const char c : cell) {
+        out += c == '|' ? "\\|" : std::string(1, c);
+    }
+    return out;
+}
+
+std::string markdown(const doc_row& row) {
+    return "| " + row.key + " | " + escape_bars(row.default_text) + " | " +
+           escape_bars(row.bounds) + " | " + row.meaning + " |";
+}
+
+// Parses "| key | default | bounds | meaning |"; `\|` inside a cell is a bar, not a border.
+doc_row parse_row(const std::string& line) {
+    std::vector<std::string> cells(1);
+    std::size_t i = 2;  // past "| "
+    for (; i < line.size() && cells.size() < 4; ++i) {
+        if (line[i] == '\\' && i + 1 < line.size() && line[i + 1] == '|') {
+            cells.back() += '|';
+            ++i;
+        } else if (line[i] == '|') {
+            cells.emplace_back();
+            ++i;  // past the space after the border
+        } else {
+            cells.back() += line[i];
+        }
+    }
+    for (auto& cell : cells) {
+        while (!cell.empty() && cell.back() == ' ') {
+            cell.pop_back();
+        }
+    }
+    cells.resize(4);
+    std::string meaning = line.substr(std::min(i, line.size()));
+    if (meaning.ends_with(" |")) {
+        meaning.resize(meaning.size() - 2);
+    }
+    return {cells[0], cells[1], cells[2], meaning};
+}
+
+// The rows of docs/config.md's table of keys (the one headed key, default, bounds, meaning).
+std::vector<doc_row> documented_rows() {
+    std::stringstream text(read_source("docs/config.md"));
+    std::vector<doc_row> rows;
+    bool in_table = false;
+    for (std::string line; std::getline(text, line);) {
+        if (line == "| key | default | bounds | meaning |") {
+            in_table = true;
+            std::getline(text, line);  // |---|---|...
+        } else if (in_table && line.starts_with("| ")) {
+            rows.push_back(parse_row(line));
+        } else if (in_table) {
+            break;
+        }
+    }
+    return rows;
+}
+
+// The rows docs/config.md's table should have: one per setting, but one for each field of all
+// the pools (`database.pools.NAME.size_max`, default "placement 8, settlement 4, ...").
+std::vector<doc_row> expected_rows() {
+    constexpr std::string_view pools = "database.pools.";
+    std::vector<doc_row> rows;
+    std::map<std::string, std::size_t> pool_rows;
+    for (const auto& s : table()) {
+        const std::string bounds = fulltime::settings::bounds_text(s);
+        const std::string doc(s.doc);
+        if (!s.name.starts_with(pools)) {
+            rows.push_back({"`" + std::string(s.name) + "`", fulltime::settings::default_text(s),
+                            bounds, doc});
+            continue;
+        }
+        const auto rest = s.name.substr(pools.size());
+        const auto dot = rest.find('.');
+        const std::string key = "`database.pools.NAME." + std::string(rest.substr(dot + 1)) + "`";
+        const std::string value =
+            std::string(rest.substr(0, dot)) + " " + fulltime::settings::default_text(s);
+        const auto [it, first] = pool_rows.try_emplace(key, rows.size());
+        if (first) {
+            rows.push_back({key, value, bounds, doc});
+            continue;
+        }
+        rows[it->second].default_text += ", " + value;
+        CHECK_MESSAGE(rows[it->second].bounds == bounds, s.name << ": pools differ in bounds");
+    }
+    return rows;
+}
+
+}  // namespace
+
+TEST_CASE("settings table: docs/config.md has a row per setting, with its default and bounds") {
+    const auto expected = expected_rows();
+    const auto documented = documented_rows();
+    REQUIRE_FALSE(documented.empty());
+    std::map<std::string, const doc_row*> by_key;
+    for (const auto& row : documented) {
+        CHECK_MESSAGE(by_key.emplace(row.key, &row).second, "two rows for " << row.key);
+    }
+    std::vector<std::string> order;
+    for (const auto& row : expected) {
+        const auto it = by_key.find(row.key);
+        if (it == by_key.end()) {
+            FAIL_CHECK("docs/config.md has no row for " << row.key << "; add:\n" << markdown(row));
+            continue;
+        }
+        order.push_back(row.key);
+        const doc_row& written = *it->second;
+        if (written.default_text != row.default_text || written.bounds != row.bounds) {
+            FAIL_CHECK("docs/config.md's row for "
+                       << row.key << " differs from the table; write:\n"
+                       << markdown({row.key, row.default_text, row.bounds, written.meaning}));
+        }
+        by_key.erase(it);
+    }
+    for (const auto& [key, row] : by_key) {
+        FAIL_CHECK("docs/config.md has a row for " << key << ", which is no setting: remove it");
+    }
+    std::vector<std::string> written_order;
+    for (const auto& row : documented) {
+        if (std::find(order.begin(), order.end(), row.key) != order.end()) {
+            written_order.push_back(row.key);
+        }
+    }
+    for (std::size_t i = 0; i < order.size() && i < written_order.size(); ++i) {
+        if (order[i] != written_order[i]) {
+            FAIL_CHECK("docs/config.md's rows are not in the table's order: "
+                       << order[i] << " comes before " << written_order[i]);
+            break;
+        }
+    }
+}
+
+TEST_CASE("settings table: the packaged configuration loads") {
+    const auto c = load_config(std::string(FULLTIME_SOURCE_DIR) + "/packaging/fulltime.json", {});
+    CHECK(c.state_dir == "/var/lib/fulltime");
+    CHECK(c.token_secret_file == "/etc/fulltime/token_secret");
+    REQUIRE(c.gateway.admin_host.has_value());
+    CHECK(c.gateway.admin_port == 8081);
+    CHECK(c.embedded.run_as_user == "fulltime");
 }
