@@ -237,8 +237,8 @@ inline constexpr std::int64_t settlement_lanes_max = 64;
 inline constexpr std::size_t settlement_step_lock_retries_max = 3;
 /// How long a market keeps its slot for batch after batch while another market waits for one,
 /// in milliseconds. While none waits it keeps the slot until its event is applied: each step
-/// handed back and asked for again cost a round of messages between threads, time in which the
-/// database backend sat idle (issue 11).
+/// handed back and asked for again costs a round of messages between threads, time in which the
+/// database backend sits idle.
 inline constexpr std::int64_t settlement_slot_hold_ms = 250;
 /// Longest slice of a market's rest between two batches in its slot, in milliseconds: a stop is
 /// seen within it (a pending timer keeps the event loop alive after a drain).
