@@ -11,7 +11,7 @@ set(FULLTIME_PACKAGING_DIR ${PROJECT_SOURCE_DIR}/packaging)
 
 install(TARGETS fulltime RUNTIME DESTINATION bin)
 # The packaged configuration, a conffile (packaging/debian/conffiles): the engine merges it over
-# its built-in defaults (config/fulltime.json, compiled in).
+# its built-in defaults (the table of settings, config/settings_table.cpp).
 install(FILES ${FULLTIME_PACKAGING_DIR}/fulltime.json DESTINATION /etc/fulltime)
 install(FILES ${FULLTIME_PACKAGING_DIR}/fulltime.service DESTINATION /lib/systemd/system)
 # The documentation an operator needs on the machine: operations.md is the runbook (OPTIONAL:

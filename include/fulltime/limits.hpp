@@ -1,8 +1,10 @@
 #pragma once
 /// Every bound of the engine, in one place (STYLE.md, convention 3).
 ///
-/// A runtime setting from the configuration must lie within the bounds here; the configuration
-/// loader checks it at startup and refuses to start otherwise. Names carry their unit last.
+/// The configuration's settings have their bounds in the table of settings
+/// (config/settings_table.cpp), which the loader checks at startup; it refers here for a bound
+/// the engine relies on too (a pool's size, a statement's batch, a schema's CHECK), and owns
+/// those that only keep a setting sensible. Names carry their unit last.
 
 #include <cstddef>
 #include <cstdint>
@@ -59,13 +61,6 @@ inline constexpr std::size_t http_header_bytes_max = 16 * 1024;
 inline constexpr std::size_t http_header_read_bytes = 4 * 1024;
 /// Messages queued for writing on one WebSocket before the connection is closed as too slow.
 inline constexpr std::size_t ws_write_queue_max = 4096;
-/// Bounds of the configurable bytes one WebSocket may have queued for writing. The floor holds
-/// the largest reply (a `bets` page of 200 bets with the longest keys) several times over.
-inline constexpr std::size_t write_queue_bytes_min = 256 * 1024;
-inline constexpr std::size_t write_queue_bytes_max = std::size_t{1} << 30;
-/// Bounds of the configurable bytes all WebSockets together may have queued for writing.
-inline constexpr std::size_t write_queue_bytes_total_min = std::size_t{1} << 20;
-inline constexpr std::size_t write_queue_bytes_total_max = std::size_t{64} << 30;
 /// A session holding at most this much keeps its replies when the process bound is reached:
 /// only the sessions that hold more than a reply or two are closed for it.
 inline constexpr std::size_t write_queue_share_floor_bytes = 64 * 1024;
@@ -82,10 +77,6 @@ inline constexpr std::size_t json_depth_max = 32;
 inline constexpr std::size_t quoted_input_chars_max = 64;
 
 // --- Gateway -----------------------------------------------------------------------------------
-
-/// Upper bound on `gateway.io_threads`, the event-loop threads: far above any core count this
-/// engine is sized for, so a typo cannot start thousands of threads.
-inline constexpr std::size_t io_threads_max = 64;
 
 /// Connections over `gateway.connections_max` that get their 503 at once, each from a short
 /// coroutine; beyond this many they are closed without a response, so that a flood of
@@ -106,9 +97,6 @@ inline constexpr std::int64_t refusal_log_interval_ms = 10'000;
 /// first after an accept succeeds. The connection waits in the listen backlog meanwhile.
 inline constexpr std::int64_t accept_backoff_ms_min = 10;
 inline constexpr std::int64_t accept_backoff_ms_max = 1000;
-/// Upper bound on `gateway.sessions_per_account_max`, the WebSocket sessions of one account (or
-/// producer).
-inline constexpr std::size_t sessions_per_account_max = 10'000;
 /// Descriptors the engine keeps for itself besides its client connections, refusals and
 /// database connections: listeners, event loops (epoll, eventfd, timerfd each), the log,
 /// files read at run time, a private cluster's pipes. At start `gateway.connections_max` is
@@ -138,9 +126,6 @@ inline constexpr std::int64_t readiness_interval_ms = 1000;
 /// check older than readiness_interval_ms + readiness_timeout_ms (the checks stopped) is not
 /// trusted either.
 inline constexpr std::int64_t readiness_timeout_ms = 3000;
-/// Upper bound on the configurable lock-timeout retries of one feed or operator (admin)
-/// transaction (`feed.lock_retries_max`, `admin.lock_retries_max`).
-inline constexpr std::size_t gateway_lock_retries_max = 100;
 
 // --- Database ----------------------------------------------------------------------------------
 
@@ -184,11 +169,6 @@ inline constexpr std::size_t market_events_listed_max = 100;
 
 // --- Peak diagnosis (core/peak_diagnosis.hpp, actors/peak_sampler.hpp) -------------------------
 
-/// Upper bounds on `diagnostics.sample_interval_ms` and `diagnostics.window_s`: a sample every
-/// 100 ms at the fastest (each is a handful of catalog reads), and at most an hour kept.
-inline constexpr std::int64_t diagnosis_interval_ms_min = 100;
-inline constexpr std::int64_t diagnosis_interval_ms_max = 60'000;
-inline constexpr std::int64_t diagnosis_window_s_max = 3600;
 /// Sessions of one kind (lock waiters, idle in transaction) and backlogged markets one sample
 /// keeps, so that a sample stays small however bad the peak.
 inline constexpr std::size_t diagnosis_sessions_max = 10;
@@ -209,12 +189,6 @@ inline constexpr std::int64_t diagnosis_connection_wait_us_min = 5'000;
 inline constexpr double diagnosis_connection_wait_ratio_min = 2.0;
 inline constexpr std::int64_t diagnosis_dead_tuples_rise_min = 1'000;
 inline constexpr std::int64_t diagnosis_oldest_transaction_ms_min = 10'000;
-
-// --- Actors ------------------------------------------------------------------------------------
-
-/// Upper bound on the configurable CAF scheduler threads (`actors.scheduler_threads`); far above
-/// any core count this engine is sized for, so a typo cannot start thousands of threads.
-inline constexpr std::size_t scheduler_threads_max = 256;
 
 // --- Placement ---------------------------------------------------------------------------------
 
@@ -243,8 +217,6 @@ inline constexpr std::size_t placement_reconnects_max = 2;
 /// doubling up to the maximum (the engine is not ready until every actor has one).
 inline constexpr std::int64_t placement_open_retry_ms_min = 100;
 inline constexpr std::int64_t placement_open_retry_ms_max = 5000;
-/// Upper bound on the configurable lock-timeout retries of one placement.
-inline constexpr std::size_t placement_lock_retries_max = 100;
 /// Purge transactions in one round of the idempotency purge actor; the rest waits for the next
 /// round, so that one round cannot monopolise a background connection.
 inline constexpr std::size_t purge_batches_per_round_max = 1000;
@@ -252,8 +224,6 @@ inline constexpr std::size_t purge_batches_per_round_max = 1000;
 /// Upper bound on the configurable keys one purge transaction deletes
 /// (`placement.purge_batch_max`): the delete holds its rows' locks until it commits.
 inline constexpr std::size_t purge_batch_keys_max = 100'000;
-/// Upper bound on the configurable idempotency retention, in seconds (366 days).
-inline constexpr std::int64_t idempotency_retention_s_max = 366LL * 24 * 3600;
 
 // --- Settlement --------------------------------------------------------------------------------
 
@@ -267,8 +237,8 @@ inline constexpr std::int64_t settlement_lanes_max = 64;
 inline constexpr std::size_t settlement_step_lock_retries_max = 3;
 /// How long a market keeps its slot for batch after batch while another market waits for one,
 /// in milliseconds. While none waits it keeps the slot until its event is applied: each step
-/// handed back and asked for again cost a round of messages between threads, time in which the
-/// database backend sat idle (issue 11).
+/// handed back and asked for again costs a round of messages between threads, time in which the
+/// database backend sits idle.
 inline constexpr std::int64_t settlement_slot_hold_ms = 250;
 /// Longest slice of a market's rest between two batches in its slot, in milliseconds: a stop is
 /// seen within it (a pending timer keeps the event loop alive after a drain).
@@ -278,12 +248,6 @@ inline constexpr std::int64_t settlement_backoff_ms_max = 5000;
 /// Times the pause after a failed step doubles (`settlement.retry_delay_ms` * 2^n) before
 /// settlement_backoff_ms_max caps it.
 inline constexpr int settlement_backoff_doublings_max = 7;
-/// Upper bound on `settlement.placement_p99_budget_ms`: a budget above it is no budget.
-inline constexpr std::int64_t settlement_budget_ms_max = 60'000;
-/// Bounds on `settlement.placement_p99_budget_percent` (0 aside): under 100 % a budget is below
-/// the p99 placements have with nothing settling; over 10,000 % it is no budget.
-inline constexpr std::int64_t settlement_budget_percent_min = 100;
-inline constexpr std::int64_t settlement_budget_percent_max = 10'000;
 /// Placements the governor's baseline (the placement p99 with nothing settling) needs before a
 /// budget in percent applies: the p99 of fewer says little.
 inline constexpr std::uint64_t settlement_baseline_placements_min = 200;
@@ -314,26 +278,17 @@ inline constexpr std::size_t sweep_chunks_per_market_max = 10'000;
 /// Upper bound on the configurable bets one sweep statement reads
 /// (`reservations.sweep_batch_bets_max`).
 inline constexpr std::size_t sweep_batch_bets_max = 100'000;
-/// Upper bound on the configurable reservation grace and default deadline, in seconds (366
-/// days).
-inline constexpr std::int64_t reservation_deadline_s_max = 366LL * 24 * 3600;
 
 // --- Time partitions (docs/schema.md, "Time partitions") ---------------------------------------
 
-/// Upper bound on `history.ahead_periods`: partitions made ahead of now.
-inline constexpr std::int64_t history_ahead_periods_max = 1000;
-/// Upper bound on `history.close_grace_s` (7 days).
-inline constexpr std::int64_t history_close_grace_s_max = 7LL * 24 * 3600;
 /// Periods one keeper round closes, and periods it drops, at most: a round after a long outage
 /// catches up over several rounds instead of holding its connection for all of them.
 inline constexpr int history_steps_per_round_max = 12;
 
-/// The read side (docs/architecture.md, "Reads"). The engine samples the primary's WAL position
-/// and the standby's replay at most this often, keeps the primary's samples of the last
-/// read_lsn_samples_max intervals (a standby further behind than that is as stale as the
-/// oldest), and polls a standby (or the projector's horizon) for a session's own write at this
-/// step while it waits.
-inline constexpr std::int64_t read_sample_interval_ms_min = 10;
+/// The read side (docs/architecture.md, "Reads"). The engine keeps the primary's WAL positions of
+/// the last read_lsn_samples_max sampling intervals (a standby further behind than that is as
+/// stale as the oldest), and polls a standby (or the projector's horizon) for a session's own
+/// write at this step while it waits.
 inline constexpr std::size_t read_lsn_samples_max = 4096;
 inline constexpr std::int64_t read_ryw_poll_ms = 2;
 /// Slots of the table of each account's newest write (net/account_writes.hpp): 16 bytes each, so
@@ -343,13 +298,6 @@ inline constexpr std::size_t account_writes_slots = std::size_t{1} << 16;
 
 // --- Reconciliation ----------------------------------------------------------------------------
 
-/// Longest configurable pause between scheduled reconciliation runs (7 days).
-inline constexpr std::int64_t reconcile_interval_ms_max = 7LL * 24 * 3600 * 1000;
-/// Accounts one reconciliation chunk may compare: the chunk is one statement and one short
-/// transaction, whose ledger read grows with its accounts' transfers.
-inline constexpr std::size_t reconcile_chunk_accounts_max = 100'000;
-/// Transfers one ledger chunk may read (one statement, one primary-key probe per account leg).
-inline constexpr std::size_t reconcile_chunk_transfers_max = 1'000'000;
 /// Incidents GET /v1/incidents returns at most per request (its `limit`).
 inline constexpr std::size_t incidents_page_max = 1000;
 /// Incidents GET /v1/incidents returns when the request names no `limit`.

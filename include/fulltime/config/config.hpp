@@ -1,6 +1,6 @@
 #pragma once
-/// The engine's configuration: defaults from config/fulltime.json (compiled in), overridden by
-/// a file given with --config and then by FULLTIME_* environment variables.
+/// The engine's configuration: the defaults of the table of settings (config/settings_table.cpp),
+/// overridden by a file given with --config and then by FULLTIME_* environment variables.
 
 #include <cstdint>
 #include <map>
@@ -59,9 +59,9 @@ struct gateway_settings {
     std::optional<std::string> admin_host;
     std::uint16_t admin_port = 0;
     std::size_t connections_max = 0;
-    // The admission shares start at config/fulltime.json's defaults rather than 0, as the lock
-    // settings below do: a configuration built field by field (the tests) must not refuse every
-    // connection. config_test checks that the two agree.
+    // The admission shares start at their defaults rather than 0, as the lock settings below do:
+    // a configuration built field by field (the tests) must not refuse every connection.
+    // settings_table_test checks that every initialiser here is 0 or the table's default.
     /// Connections one source address (an IPv6 /64) may hold; one more is refused with 503.
     std::size_t connections_per_address_max = 1000;
     /// WebSocket sessions one account (a bet-client token's) or producer may hold at once.
@@ -107,7 +107,7 @@ struct settlement_settings {
     std::size_t batches_in_flight = 0;  ///< batch transactions at once, over all markets
     /// Lanes one large event is settled in side by side, each a connection of the settlement
     /// pool (fulltime_settle_lane); 1 while the governor steers.
-    std::int64_t lanes = 1;
+    std::int64_t lanes = 2;
     std::int64_t lock_timeout_ms = 0;   ///< SET LOCAL lock_timeout of a batch; a timeout retries
     std::int64_t retry_delay_ms = 0;    ///< pause before retrying a failed or fenced step
     std::int64_t poll_interval_ms = 0;  ///< scan for markets with unapplied events
@@ -130,9 +130,9 @@ struct settlement_settings {
 };
 
 // The lock settings split off placement's (feed, admin, placement.purge_lock_timeout_ms) start
-// at config/fulltime.json's defaults rather than 0, unlike the rest: a configuration built field
-// by field (the tests) that sets only placement's must keep a bounded lock wait on these paths.
-// config_test checks that the two agree.
+// at their defaults rather than 0, unlike the rest: a configuration built field by field (the
+// tests) that sets only placement's must keep a bounded lock wait on these paths.
+// settings_table_test checks that every initialiser here is 0 or the table's default.
 
 /// Holds settings of the feed's own transactions: result intake and the catalog (market, odds,
 /// status messages).
@@ -198,7 +198,6 @@ struct market_defaults {
     std::size_t exposure_shards = 0;  ///< shard rows per market (1..64)
 };
 
-/// Holds the whole configuration, validated.
 /// Holds settings of the read side (docs/architecture.md, "Reads"): where the bettor's reads go,
 /// what staleness each accepts, read-your-writes, and the projector of the read model.
 struct read_settings {
@@ -224,6 +223,7 @@ struct read_settings {
     std::int64_t projector_yield_ms = 0;
 };
 
+/// Holds the whole configuration, validated.
 struct config {
     std::string state_dir;
     std::string token_secret;       ///< empty: from a file (app/commands/secret.hpp)
@@ -256,7 +256,7 @@ public:
     using std::runtime_error::runtime_error;
 };
 
-/// Loads the configuration: compiled-in defaults, then the file at `path` (if any), then the
+/// Loads the configuration: the table's defaults, then the file at `path` (if any), then the
 /// FULLTIME_* variables of `environment`. Throws config_error on unknown keys, wrong types,
 /// values out of bounds, or a file that cannot be read.
 config load_config(const std::optional<std::string>& path,

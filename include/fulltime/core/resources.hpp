@@ -19,9 +19,6 @@ struct migration_source {
     source_kind kind = source_kind::migration;
 };
 
-/// Returns the text of config/fulltime.json as it was at build time.
-std::string_view default_config();
-
 /// Returns the schema as it was at build time: db/migrations/*.sql in file-name order, then
 /// db/functions/*.sql in file-name order (kind source_kind::function).
 std::vector<migration_source> migrations();
