@@ -82,6 +82,15 @@ grant_benchmark_privileges() {
     "$PG_BIN/psql" -X -q -v ON_ERROR_STOP=1 -d "$THROWAWAY_PG_ADMIN_URL"         -c "ALTER ROLE fulltime CREATEDB" -c "GRANT pg_checkpoint TO fulltime" >/dev/null         || die "could not grant the benchmark's privileges to fulltime"
 }
 
+# Runs a module of the benchmarks' Python package, tools/fulltime_bench (its README.md), with
+# Debian's python3 in place of the calling script: fulltime_bench_exec MODULE ARGS...
+fulltime_bench_exec() {
+    local module="$1"
+    shift
+    PYTHONPATH="$FULLTIME_ROOT/tools${PYTHONPATH:+:$PYTHONPATH}" \
+        exec /usr/bin/python3 -m "fulltime_bench.$module" "$@"
+}
+
 # Stops the throwaway cluster and its standbys (immediate mode: nothing in them is kept) and
 # removes its directory, the standbys' with it.
 stop_throwaway_pg() {
