@@ -1,3 +1,5 @@
+# shellcheck shell=bash
+# shellcheck disable=SC2034  # THROWAWAY_* are set here for the scripts that source this file
 # Shared by the scripts in this folder: paths, privilege helpers, the throwaway PostgreSQL.
 # Sourced, not run.
 
