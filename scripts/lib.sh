@@ -1,3 +1,5 @@
+# shellcheck shell=bash
+# shellcheck disable=SC2034  # THROWAWAY_* are set here for the scripts that source this file
 # Shared by the scripts in this folder: paths, privilege helpers, the throwaway PostgreSQL.
 # Sourced, not run.
 
@@ -59,27 +61,13 @@ start_throwaway_pg() {
     log "throwaway PostgreSQL running in $THROWAWAY_PG_DIR"
 }
 
-# CPU used, in clock ticks, for the benchmarks (scripts/bench-placement, scripts/bench-settlement):
-# stat_ticks PID [FIELDS]: fields of /proc/PID/stat summed (14,15: user and system; 16,17 add
-# its reaped children's); postgres_ticks: the throwaway cluster's postmaster with what its exited
-# children used (a pgbench run's backends are gone when it ends) and its live children;
-# machine_ticks: the whole machine's busy time; pids_ticks PID...: the processes' user and system.
-stat_ticks() { awk -v f="${2:-14,15}" '{ split(f, i, ","); t = 0; for (k in i) t += $(i[k]); print t }' "/proc/$1/stat" 2>/dev/null || echo 0; }
-postgres_ticks() {
-    local pm total p
-    pm="$(head -1 "$THROWAWAY_PG_DIR/data/postmaster.pid")"
-    total="$(stat_ticks "$pm" 14,15,16,17)"
-    for p in $(pgrep -P "$pm"); do total=$((total + $(stat_ticks "$p"))); done
-    echo "$total"
-}
-machine_ticks() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 }' /proc/stat; }
-pids_ticks() { local p t=0; for p in "$@"; do t=$((t + $(stat_ticks "$p"))); done; echo "$t"; }
-
-# For the benchmarks, which make and drop their own databases and checkpoint before each run as
-# the role they measure: the throwaway cluster's `fulltime` may create databases and run
-# CHECKPOINT (pg_checkpoint). The tests keep the role docs/operations.md asks for.
-grant_benchmark_privileges() {
-    "$PG_BIN/psql" -X -q -v ON_ERROR_STOP=1 -d "$THROWAWAY_PG_ADMIN_URL"         -c "ALTER ROLE fulltime CREATEDB" -c "GRANT pg_checkpoint TO fulltime" >/dev/null         || die "could not grant the benchmark's privileges to fulltime"
+# Runs a module of the benchmarks' Python package, tools/fulltime_bench (its README.md), with
+# Debian's python3 in place of the calling script: fulltime_bench_exec MODULE ARGS...
+fulltime_bench_exec() {
+    local module="$1"
+    shift
+    PYTHONPATH="$FULLTIME_ROOT/tools${PYTHONPATH:+:$PYTHONPATH}" \
+        exec /usr/bin/python3 -m "fulltime_bench.$module" "$@"
 }
 
 # Stops the throwaway cluster and its standbys (immediate mode: nothing in them is kept) and

@@ -1,12 +1,12 @@
--- The hand-written baseline of scripts/bench-placement: one placement as ONE SQL statement with
+-- The hand-written baseline of the placement benchmark: one placement as ONE SQL statement with
 -- data-modifying CTEs, no plpgsql, writing the rows fulltime_place writes (db/functions/
 -- fulltime_place.sql): the idempotency key with its stored result, the bet, one exposure shard,
 -- the bet's reservation transfer in the ledger, the 'bet_placed' outbox row and the balance. It is the
 -- floor for a placement's database work: one round trip, one snapshot, no exception block, no
--- second write of the key row. The script appends it to its pgbench preamble, which sets the
+-- second write of the key row. The benchmark appends it to its pgbench draw, which sets the
 -- variables acct, key (a number), sel and stake (minor units); run and client_id complete the
 -- key, and the client id is the preferred exposure shard, as in the pgbench run of
--- fulltime_place. pgbench -M prepared (as the script runs it) turns every colon followed by a
+-- fulltime_place. pgbench -M prepared (as the benchmark runs it) turns every colon followed by a
 -- letter into a parameter, in comments and string literals too, so the text below spells a
 -- literal colon chr(58).
 --

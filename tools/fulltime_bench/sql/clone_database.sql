@@ -1,0 +1,2 @@
+-- A copy of a seeded database (psql: -v name=, -v template=).
+CREATE DATABASE :"name" TEMPLATE :"template";

@@ -1,0 +1,2 @@
+-- psql: -v name=.
+DROP DATABASE :"name";
