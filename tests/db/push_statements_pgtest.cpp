@@ -264,34 +264,31 @@ awaitable<void> purge_walks_the_key(std::string url) {
     CHECK(left == 99'000);
 }
 
+/// Runs `scenario` on a database of its own, a copy of the migrated template.
+void on_a_migrated_database(awaitable<void> (*scenario)(std::string)) {
+    scratch_database db{scratch_contents::migrated};
+    asio::io_context ioc;
+    run(ioc, scenario(db.url()));
+}
+
 }  // namespace
 
 TEST_CASE("outbox cursor: a consumer without a row gets one at the tail") {
-    scratch_database db;
-    asio::io_context ioc;
-    run(ioc, created_at_the_tail(db.url()));
+    on_a_migrated_database(created_at_the_tail);
 }
 
 TEST_CASE("outbox cursor: stored, then read back by the next open") {
-    scratch_database db;
-    asio::io_context ioc;
-    run(ioc, stored_and_read_back(db.url()));
+    on_a_migrated_database(stored_and_read_back);
 }
 
 TEST_CASE("outbox cursor: processes opening a missing cursor at once read the same row") {
-    scratch_database db;
-    asio::io_context ioc;
-    run(ioc, creators_agree(db.url()));
+    on_a_migrated_database(creators_agree);
 }
 
 TEST_CASE("outbox purge: at most N rows per batch, at or below the lowest cursor, none without") {
-    scratch_database db;
-    asio::io_context ioc;
-    run(ioc, purges_below_the_lowest_cursor(db.url()));
+    on_a_migrated_database(purges_below_the_lowest_cursor);
 }
 
 TEST_CASE("outbox purge: a batch of 100,000 rows walks the key, no sequential scan") {
-    scratch_database db;
-    asio::io_context ioc;
-    run(ioc, purge_walks_the_key(db.url()));
+    on_a_migrated_database(purge_walks_the_key);
 }

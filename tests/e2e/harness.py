@@ -81,12 +81,29 @@ def engine_env(extra=None, state_dir=None):
     return env
 
 
-def scratch_database():
-    """Creates an empty database on the test server, made by the superuser and owned by the
-    engine's role (as docs/operations.md sets one up); returns (name, conninfo)."""
+# The migrated template the tests copy (template_database.py makes it; CTest's fixture
+# pg_template runs that first). The C++ tests name it too: tests/support/pg_support.hpp.
+TEMPLATE_DATABASE = "fulltime_test_template"
+
+
+def template_ready():
+    """True when the migrated template exists (CTest made it before the pg tests)."""
+    return bool(admin_sql("SELECT 1 FROM pg_database WHERE datname = %s AND datistemplate",
+                          TEMPLATE_DATABASE))
+
+
+def scratch_database(migrated=False):
+    """Creates a database on the test server, made by the superuser and owned by the engine's
+    role (as docs/operations.md sets one up); returns (name, conninfo). Empty, or with
+    `migrated` a copy of the migrated template when there is one (the engine's start then finds
+    nothing to apply; without a template it is empty and the engine migrates it)."""
     name = "ft_e2e_" + uuid.uuid4().hex[:12]
     owner = psycopg.conninfo.conninfo_to_dict(test_database_url()).get("user")
-    admin_sql(f'CREATE DATABASE {name} TEMPLATE template0' + (f' OWNER "{owner}"' if owner else ""))
+    source = TEMPLATE_DATABASE if migrated and template_ready() else "template0"
+    # FILE_COPY: as tests/support/pg_support.cpp's scratch databases (a quarter of the server's
+    # CPU per copy of the default strategy, which writes the copy to the WAL).
+    admin_sql(f'CREATE DATABASE {name} TEMPLATE {source}' + (f' OWNER "{owner}"' if owner else "")
+              + " STRATEGY FILE_COPY")
     return name, psycopg.conninfo.make_conninfo(test_database_url(), dbname=name)
 
 
@@ -94,10 +111,12 @@ def drop_database(name):
     admin_sql(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
 
 
-def database_env(extra=None):
-    """Creates a scratch database; returns (name, conninfo, the engine's environment for it
-    with the FULLTIME_* settings in `extra`)."""
-    name, url = scratch_database()
+def database_env(extra=None, migrated=False):
+    """Creates a scratch database (a copy of the migrated template with `migrated`, unless
+    `extra` sets another history period than the template's); returns (name, conninfo, the
+    engine's environment for it with the FULLTIME_* settings in `extra`)."""
+    migrated = migrated and "FULLTIME_HISTORY_PERIOD" not in (extra or {})
+    name, url = scratch_database(migrated)
     return name, url, engine_env({"FULLTIME_DATABASE_URL": url, **(extra or {})})
 
 
@@ -248,9 +267,11 @@ class EngineTestCase(unittest.TestCase):
 
     ENGINE_ENV = {}  # the FULLTIME_* settings of the test class, over engine_env's
     TOKENS = True
+    # False: the test's database starts empty, for tests of what a first migration does.
+    MIGRATED = True
 
     def setUp(self):
-        self.db_name, self.db_url, self.env = database_env(self.ENGINE_ENV)
+        self.db_name, self.db_url, self.env = database_env(self.ENGINE_ENV, self.MIGRATED)
         self.addCleanup(drop_database, self.db_name)
         if self.TOKENS:
             self.admin = self.token("admin", "e2e-operator")

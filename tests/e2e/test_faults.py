@@ -28,7 +28,7 @@ from money import assert_money_invariants
 ACCOUNTS = list(range(1, 21))
 BURST_BETS = 150     # per account, on market 100, before the result
 DURING_BETS = 60     # per account, on market 200, while the market settles
-PROGRESS_STEP = 10   # bets placed or settled between two cuts
+PROGRESS_STEP = 40   # bets placed or settled between two cuts (about a hundred cuts in all)
 
 
 class FaultsTest(EngineTestCase):

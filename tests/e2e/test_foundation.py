@@ -18,8 +18,8 @@ import psycopg
 import websockets.client
 from websockets.exceptions import InvalidStatusCode
 
-from harness import (PG_BIN, Engine, EngineTestCase, admin_sql, as_pg_owner, cli_token, engine_env,
-                     run_cli)
+from harness import (PG_BIN, Engine, EngineTestCase, admin_sql, as_pg_owner, cli_token,
+                     database_env, drop_database, engine_env, run_cli)
 
 
 def server_settings(engine, env):
@@ -157,14 +157,17 @@ class ServeTest(WithDatabase):
             self.assertEqual(engine.stop(), 0, engine.log())
 
     def test_migrate_twice_is_a_no_op(self):
-        code, _, err = run_cli(["migrate"], self.env)
+        # A database nothing has migrated (the test's own is a copy of the migrated template).
+        name, url, env = database_env()
+        self.addCleanup(drop_database, name)
+        code, _, err = run_cli(["migrate"], env)
         self.assertEqual(code, 0, err)
         self.assertIn("applied migration 0001_baseline.sql", err)
         self.assertIn("applied function file fulltime_settle_step.sql", err)
-        code, _, err = run_cli(["migrate"], self.env)
+        code, _, err = run_cli(["migrate"], env)
         self.assertEqual(code, 0, err)
         self.assertIn("0 applied", err)
-        with psycopg.connect(self.db_url) as conn:
+        with psycopg.connect(url) as conn:
             rows = conn.execute("SELECT count(*) FROM fulltime_schema_migrations").fetchone()
             self.assertGreaterEqual(rows[0], 1)
 

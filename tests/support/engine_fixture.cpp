@@ -30,6 +30,7 @@
 #include <atomic>
 #include <deque>
 #include <iterator>
+#include <optional>
 #include <thread>
 
 namespace fulltime::test {
@@ -40,7 +41,8 @@ using namespace std::chrono_literals;
 // Members are declared so that the registry, the pools and the io_context outlive the services
 // and the sessions destroyed with them.
 struct engine::impl {
-    scratch_database db;
+    // Made once the test's configuration says whether the migrated template fits it.
+    std::optional<scratch_database> db;
     metrics::registry registry;
     config cfg;
     asio::io_context ioc{1};
@@ -84,7 +86,7 @@ struct engine::impl {
         s.cfg = &cfg;
         s.pools = parts.pools ? &pools : nullptr;
         if (parts.pools) {
-            s.readiness_conninfo = parts.pools_url.empty() ? db.url() : parts.pools_url;
+            s.readiness_conninfo = parts.pools_url.empty() ? db->url() : parts.pools_url;
         }
         s.metrics = &registry;
         s.token_keys.current = token_secret;
@@ -159,14 +161,19 @@ engine::engine(const engine_parts& parts, const std::function<void(config&)>& co
                const std::function<void(config&)>& configure_case)
     : impl_(std::make_unique<impl>()) {
     auto& m = *impl_;
-    m.cfg = test_config(m.db.url());
+    m.cfg = test_config("");
     for (const auto* change : {&configure, &configure_case}) {
         if (*change) {
             (*change)(m.cfg);
         }
     }
+    // A copy of the migrated template when the migrations would make the same database, so
+    // that the migration below finds nothing left to apply; else an empty one it migrates.
+    const bool template_fits = parts.migrate && m.cfg.history.period == template_history_period;
+    m.db.emplace(template_fits ? scratch_contents::migrated : scratch_contents::empty);
+    m.cfg.database.url = m.db->url();
     if (parts.pools) {
-        const auto& url = parts.pools_url.empty() ? m.db.url() : parts.pools_url;
+        const auto& url = parts.pools_url.empty() ? m.db->url() : parts.pools_url;
         const boost::asio::any_io_executor loop = m.ioc.get_executor();
         m.pools = db::pools::make({&loop, 1}, m.cfg.database, url, m.cfg.database.read_url,
                                   m.cfg.placement.synchronous_commit);
@@ -264,7 +271,7 @@ std::future<void> engine::begin_shutdown(std::chrono::milliseconds deadline) {
 
 boost::asio::io_context& engine::ioc() noexcept { return impl_->ioc; }
 const config& engine::cfg() const noexcept { return impl_->cfg; }
-const std::string& engine::url() const noexcept { return impl_->db.url(); }
+const std::string& engine::url() const noexcept { return impl_->db->url(); }
 std::uint16_t engine::port() const { return impl_->server->port(); }
 net::server& engine::server() { return *impl_->server; }
 db::pools& engine::pools() { return impl_->pools; }

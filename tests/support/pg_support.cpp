@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <memory>
 #include <stdexcept>
 #include <utility>
@@ -92,12 +93,20 @@ std::optional<std::string> user_of(const std::string& conninfo) {
     return std::nullopt;
 }
 
-std::optional<std::string> exec_scalar(const std::string& conninfo, const std::string& sql) {
-    std::unique_ptr<PGconn, decltype(&PQfinish)> conn(PQconnectdb(conninfo.c_str()), &PQfinish);
+namespace {
+
+using connection_ptr = std::unique_ptr<PGconn, decltype(&PQfinish)>;
+
+connection_ptr connect_or_throw(const std::string& conninfo) {
+    connection_ptr conn(PQconnectdb(conninfo.c_str()), &PQfinish);
     if (PQstatus(conn.get()) != CONNECTION_OK) {
         throw std::runtime_error(std::string("connect: ") + PQerrorMessage(conn.get()));
     }
-    std::unique_ptr<PGresult, decltype(&PQclear)> res(PQexec(conn.get(), sql.c_str()), &PQclear);
+    return conn;
+}
+
+std::optional<std::string> exec_scalar(PGconn* conn, const std::string& sql) {
+    std::unique_ptr<PGresult, decltype(&PQclear)> res(PQexec(conn, sql.c_str()), &PQclear);
     const auto status = PQresultStatus(res.get());
     if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK) {
         throw std::runtime_error(sql + ": " + PQresultErrorMessage(res.get()));
@@ -108,7 +117,42 @@ std::optional<std::string> exec_scalar(const std::string& conninfo, const std::s
     return std::nullopt;
 }
 
-scratch_database::scratch_database() {
+/// The connections exec_scalar keeps, by conninfo, for the calling thread.
+std::map<std::string, connection_ptr>& open_connections() {
+    thread_local std::map<std::string, connection_ptr> open;
+    return open;
+}
+
+}  // namespace
+
+std::optional<std::string> exec_scalar(const std::string& conninfo, const std::string& sql) {
+    // A connection costs the server a process (tens of milliseconds of CPU on the test machine)
+    // and tests poll with this function: each thread keeps one connection per conninfo. One
+    // found broken (a test restarted the server, a database was dropped with FORCE) is opened
+    // again and the statement sent once more: a broken connection ran nothing of it, or (lost
+    // in the middle) rolled it back.
+    auto& open = open_connections();
+    auto it = open.find(conninfo);
+    if (it == open.end() || PQstatus(it->second.get()) != CONNECTION_OK) {
+        it = open.insert_or_assign(conninfo, connect_or_throw(conninfo)).first;
+    }
+    try {
+        return exec_scalar(it->second.get(), sql);
+    } catch (const std::runtime_error&) {
+        PGconn* conn = it->second.get();
+        if (PQstatus(conn) == CONNECTION_OK) {
+            // A script that failed after its BEGIN leaves the next caller nothing open.
+            if (PQtransactionStatus(conn) != PQTRANS_IDLE) {
+                PQclear(PQexec(conn, "ROLLBACK"));
+            }
+            throw;
+        }
+        it->second = connect_or_throw(conninfo);
+        return exec_scalar(it->second.get(), sql);
+    }
+}
+
+scratch_database::scratch_database(scratch_contents contents) {
     static std::atomic<int> counter{0};
     const auto now = std::chrono::steady_clock::now().time_since_epoch().count();
     name_ = "ft_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++) + "_" +
@@ -116,13 +160,26 @@ scratch_database::scratch_database() {
     // Made by the administrator and owned by the engine's role, as docs/operations.md says to
     // set a database up: the role itself may not create databases.
     const auto owner = user_of(server_url());
-    exec_scalar(admin_url(), "CREATE DATABASE " + name_ + " TEMPLATE template0" +
-                                 (owner ? " OWNER \"" + *owner + "\"" : std::string()));
+    // One connection for both statements: a connection costs the server a process.
+    const auto admin = connect_or_throw(admin_url());
+    // Without the template (the test binary run outside CTest) a test migrates its own copy.
+    migrated_ =
+        contents == scratch_contents::migrated &&
+        exec_scalar(admin.get(), std::string("SELECT 1 FROM pg_database WHERE datname = '") +
+                                     template_database + "' AND datistemplate")
+            .has_value();
+    // FILE_COPY: the files copied and a checkpoint, where the default writes every block of the
+    // copy to the WAL: on the tests' cluster (fsync off) a quarter of the server's CPU per copy.
+    exec_scalar(admin.get(), "CREATE DATABASE " + name_ + " TEMPLATE " +
+                                 (migrated_ ? template_database : "template0") +
+                                 (owner ? " OWNER \"" + *owner + "\"" : std::string()) +
+                                 " STRATEGY FILE_COPY");
     url_ = with_dbname(server_url(), name_);
 }
 
 scratch_database::~scratch_database() {
     try {
+        open_connections().erase(url_);  // this thread's own, closed before the drop
         exec_scalar(admin_url(), "DROP DATABASE IF EXISTS " + name_ + " WITH (FORCE)");
     } catch (const std::exception& e) {
         std::fprintf(stderr, "could not drop %s: %s\n", name_.c_str(), e.what());

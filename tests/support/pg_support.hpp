@@ -36,15 +36,33 @@ std::optional<std::string> user_of(const std::string& conninfo);
 /// Returns `conninfo` with its dbname replaced (works for URIs and keyword/value strings).
 std::string with_dbname(const std::string& conninfo, const std::string& dbname);
 
-/// Runs one statement synchronously on a fresh connection (tests only) and returns the first
-/// column of the first row, or nullopt when there is none. Throws on error.
+/// Runs one statement synchronously (tests only) on the calling thread's connection to
+/// `conninfo`, opened on first use and again when found broken, and returns the first column of
+/// the first row, or nullopt when there is none. Throws on error, after rolling back a
+/// transaction the statement left open.
 std::optional<std::string> exec_scalar(const std::string& conninfo, const std::string& sql);
 
-/// Creates a fresh, empty database on the test server, owned by the test role, and drops it on
-/// destruction, so each test case starts from nothing and cases may run in parallel.
+/// Names the migrated template database CTest makes once per run before the pg tests
+/// (tests/e2e/template_database.py, the fixture `pg_template`), with the default history period.
+inline constexpr const char* template_database = "fulltime_test_template";
+
+/// Names the history period (config history.period) the template was migrated with.
+inline constexpr const char* template_history_period = "1 month";
+
+/// Says what a scratch database starts as.
+enum class scratch_contents {
+    empty,     ///< nothing: the test migrates it, or tests the migrations themselves
+    migrated,  ///< a copy of the migrated template when it exists, else empty
+};
+
+/// Creates a fresh database on the test server, owned by the test role, and drops it on
+/// destruction, so each test case starts from its own and cases may run in parallel.
 class scratch_database {
 public:
-    scratch_database();
+    /// Creates an empty database.
+    scratch_database() : scratch_database(scratch_contents::empty) {}
+    /// Creates a database that starts as `contents` says.
+    explicit scratch_database(scratch_contents contents);
     ~scratch_database();
     scratch_database(const scratch_database&) = delete;
     scratch_database& operator=(const scratch_database&) = delete;
@@ -53,10 +71,13 @@ public:
     const std::string& url() const noexcept { return url_; }
     /// Returns its name.
     const std::string& name() const noexcept { return name_; }
+    /// Returns true when it was copied from the migrated template.
+    bool migrated() const noexcept { return migrated_; }
 
 private:
     std::string name_;
     std::string url_;
+    bool migrated_ = false;
 };
 
 /// Runs a coroutine to completion on a private single-threaded io_context and returns its
