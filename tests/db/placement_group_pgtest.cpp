@@ -332,16 +332,8 @@ std::vector<bets::place_request> mixed_group() {
     };
 }
 
-/// Holds the bets the mixed group placed, by item.
-struct mixed_bets {
-    std::int64_t b1 = 0;
-    std::int64_t b2 = 0;
-    std::int64_t b4 = 0;
-    std::int64_t b7 = 0;
-    std::int64_t b17 = 0;
-    std::int64_t b18 = 0;
-    std::int64_t b22 = 0;
-};
+/// Holds the bets the mixed group placed: bet id by item number (1-based, as in mixed_group).
+using mixed_bets = std::map<int, std::int64_t>;
 
 // Checks that 1-based `item` was rejected with `code` (and `details`, an object, in its response).
 void check_refused(const std::vector<answer>& a, std::size_t item, const std::string& code,
@@ -399,17 +391,17 @@ mixed_bets check_mixed_answers(database& e, const std::vector<answer>& a,
     mixed_bets ids;
     // Two placements of account 1, the second seeing the first's reservation; a refusal for
     // funds that leaves a later, smaller bet of the same account alone.
-    ids.b1 = check_placed(e, a, group, 1, 7000, 3000, 300, 15000);
-    ids.b2 = check_placed(e, a, group, 2, 3000, 7000, 300, 15000);
+    ids[1] = check_placed(e, a, group, 1, 7000, 3000, 300, 15000);
+    ids[2] = check_placed(e, a, group, 2, 3000, 7000, 300, 15000);
     check_refused(a, 3, "insufficient_funds");
-    ids.b4 = check_placed(e, a, group, 4, 500, 9500, 300, 15000);
+    ids[4] = check_placed(e, a, group, 4, 500, 9500, 300, 15000);
     // A key stored by an earlier group: the identical response; other parameters: key_reused.
     CHECK(a[4].outcome == "replayed");
     CHECK(a[4].response == earlier[0].response);
     CHECK(a[5].outcome == "key_reused");
     CHECK(a[5].response == json{{"code", "idempotency_key_reused"}});
     // One key twice in the group: the second is a second request after the first.
-    ids.b7 = check_placed(e, a, group, 7, 4000, 1000, 300, 15000);
+    ids[7] = check_placed(e, a, group, 7, 4000, 1000, 300, 15000);
     CHECK(a[7].outcome == "replayed");
     CHECK(a[7].response == a[6].response);
     CHECK(a[8].outcome == "key_reused");
@@ -425,12 +417,12 @@ mixed_bets check_mixed_answers(database& e, const std::vector<answer>& a,
     check_refused(a, 16, "insufficient_funds", {{"account_missing", true}});
     // Liability on market 100: the preferred shard (0), the fallback, the market's limit, both
     // shards full, and a fallback refused for funds that gives its liability back.
-    ids.b17 = check_placed(e, a, group, 17, 95900, 4100, 100, 30000);
-    ids.b18 = check_placed(e, a, group, 18, 94400, 5600, 100, 30000);
+    ids[17] = check_placed(e, a, group, 17, 95900, 4100, 100, 30000);
+    ids[18] = check_placed(e, a, group, 18, 94400, 5600, 100, 30000);
     check_refused(a, 19, "liability_limit");
     check_refused(a, 20, "liability_limit");
     check_refused(a, 21, "insufficient_funds");
-    ids.b22 = check_placed(e, a, group, 22, 500, 500, 100, 20000);
+    ids[22] = check_placed(e, a, group, 22, 500, 500, 100, 20000);
     // More decimals than the currency: nothing stored, so the next item with its key claims it.
     CHECK(a[22].outcome == "invalid");
     CHECK(a[22].response ==
@@ -458,42 +450,35 @@ void check_mixed_rows(database& e, const mixed_bets& ids) {
                     "l.debit_side, l.debit_account_id, l.credit_side, l.credit_account_id, "
                     "l.amount, l.currency) FROM ledger_transfers l JOIN bets b USING (bet_id) "
                     "WHERE b.bet_id >= " +
-                        std::to_string(ids.b1) + " ORDER BY l.transfer_id") ==
+                        std::to_string(ids.at(1)) + " ORDER BY l.transfer_id") ==
           "t available 1 reserved 1 3000 EUR\nt available 1 reserved 1 4000 EUR\n"
           "t available 1 reserved 1 2500 EUR\nt available 4 reserved 4 1000 EUR\n"
           "t available 3 reserved 3 4000 EUR\nt available 3 reserved 3 1500 EUR\n"
           "t available 2 reserved 2 500 EUR");
+    // One bet_placed row per bet, in arrival order: account, odds, stake, item, market, selection.
+    const auto placed = [&ids](int account, int odds, int stake, int item, int market,
+                               int selection) {
+        return "bet_placed " + std::to_string(account) + " {\"odds\": " + std::to_string(odds) +
+               ", \"stake\": " + std::to_string(stake) +
+               ", \"bet_id\": " + std::to_string(ids.at(item)) +
+               ", \"currency\": \"EUR\", \"market_id\": " + std::to_string(market) +
+               ", \"selection_id\": " + std::to_string(selection) + "}";
+    };
     CHECK(rows_text(e,
                     "SELECT concat_ws(' ', o.topic, o.account_id, (o.payload - 'placed_at')::text) "
-                    "FROM outbox "
-                    "o WHERE (o.payload->>'bet_id')::bigint >= " +
-                        std::to_string(ids.b1) + " ORDER BY o.outbox_id") ==
-          "bet_placed 1 {\"odds\": 15000, \"stake\": 3000, \"bet_id\": " + std::to_string(ids.b1) +
-              ", \"currency\": \"EUR\", \"market_id\": 300, \"selection_id\": 3001}\n"
-              "bet_placed 1 {\"odds\": 15000, \"stake\": 4000, \"bet_id\": " +
-              std::to_string(ids.b2) +
-              ", \"currency\": \"EUR\", \"market_id\": 300, \"selection_id\": 3001}\n"
-              "bet_placed 1 {\"odds\": 15000, \"stake\": 2500, \"bet_id\": " +
-              std::to_string(ids.b4) +
-              ", \"currency\": \"EUR\", \"market_id\": 300, \"selection_id\": 3001}\n"
-              "bet_placed 4 {\"odds\": 15000, \"stake\": 1000, \"bet_id\": " +
-              std::to_string(ids.b7) +
-              ", \"currency\": \"EUR\", \"market_id\": 300, \"selection_id\": 3001}\n"
-              "bet_placed 3 {\"odds\": 30000, \"stake\": 4000, \"bet_id\": " +
-              std::to_string(ids.b17) +
-              ", \"currency\": \"EUR\", \"market_id\": 100, \"selection_id\": 1002}\n"
-              "bet_placed 3 {\"odds\": 30000, \"stake\": 1500, \"bet_id\": " +
-              std::to_string(ids.b18) +
-              ", \"currency\": \"EUR\", \"market_id\": 100, \"selection_id\": 1002}\n"
-              "bet_placed 2 {\"odds\": 20000, \"stake\": 500, \"bet_id\": " +
-              std::to_string(ids.b22) +
-              ", \"currency\": \"EUR\", \"market_id\": 100, \"selection_id\": 1001}");
+                    "FROM outbox o WHERE (o.payload->>'bet_id')::bigint >= " +
+                        std::to_string(ids.at(1)) + " ORDER BY o.outbox_id") ==
+          placed(1, 15000, 3000, 1, 300, 3001) + "\n" + placed(1, 15000, 4000, 2, 300, 3001) +
+              "\n" + placed(1, 15000, 2500, 4, 300, 3001) + "\n" +
+              placed(4, 15000, 1000, 7, 300, 3001) + "\n" + placed(3, 30000, 4000, 17, 100, 1002) +
+              "\n" + placed(3, 30000, 1500, 18, 100, 1002) + "\n" +
+              placed(2, 20000, 500, 22, 100, 1001));
     // Each payload's placed_at is its bet's, to the microsecond (the read model's projector
     // takes it from there).
     CHECK(e.scalar("SELECT count(*) FROM outbox o JOIN bets b ON b.bet_id = "
                    "(o.payload->>'bet_id')::bigint "
                    "WHERE o.topic = 'bet_placed' AND b.bet_id >= " +
-                   std::to_string(ids.b1) +
+                   std::to_string(ids.at(1)) +
                    " AND (o.payload->>'placed_at')::timestamptz = b.placed_at") == 7);
 }
 
@@ -553,8 +538,11 @@ TEST_CASE("placement group: a mixed group gives each item its own outcome and wr
 
     const mixed_bets ids = check_mixed_answers(e, a, group, earlier);
     // Bet ids ascend with arrival.
-    const std::vector<std::int64_t> bet_ids{ids.b1,  ids.b2,  ids.b4, ids.b7,
-                                            ids.b17, ids.b18, ids.b22};
+    std::vector<std::int64_t> bet_ids;
+    for (const auto& [item, bet_id] : ids) {
+        bet_ids.push_back(bet_id);
+    }
+    CHECK(bet_ids.size() == 7);
     CHECK(std::is_sorted(bet_ids.begin(), bet_ids.end()));
     CHECK(std::adjacent_find(bet_ids.begin(), bet_ids.end()) == bet_ids.end());
     check_mixed_rows(e, ids);

@@ -12,6 +12,11 @@ import tempfile
 import time
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+# The e2e tests' modules the benchmarks reuse (harness: the engine's launcher; money: the money
+# invariants in plain SQL) are imported by name from there.
+E2E_DIR = os.path.join(ROOT, "tests", "e2e")
+if E2E_DIR not in sys.path:
+    sys.path.insert(0, E2E_DIR)
 BUILD_DIR = os.environ.get("FULLTIME_BUILD_DIR") or os.path.join(ROOT, "build")
 BINARY = os.path.join(BUILD_DIR, "fulltime")
 PG_BIN = os.environ.get("PG_BIN") or "/usr/lib/postgresql/15/bin"

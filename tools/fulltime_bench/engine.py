@@ -15,9 +15,7 @@ import urllib.error
 import urllib.request
 
 from . import common, db
-
-sys.path.insert(0, os.path.join(common.ROOT, "tests", "e2e"))
-import harness  # noqa: E402  (tests/e2e is put on the path just above)
+import harness  # noqa: E402  (tests/e2e, which common puts on the path)
 
 # The harness arms a traceback dump for ctest's timeout when it is imported; a benchmark runs
 # for longer than a test and has no such timeout.

@@ -145,6 +145,11 @@ def cpu_delta(a, b):
     return d
 
 
+def cores(cpu, *who):
+    """{"<who>_cores": the cores each of `who` used on average} of a cpu_delta."""
+    return {f"{w}_cores": cpu[w] / cpu["wall"] for w in who}
+
+
 def db_stats(conn):
     return dict(zip(STATS_NAMES, db.execute(conn, "reads_db_stats")[0]))
 
@@ -374,9 +379,7 @@ def read_figures(cfg, warmup, rec, cpu, routes, p, s, wal, idle):
          "standby_cpu_ms_per_1000_reads": per_k(cpu["standby"]),
          "engine_cpu_ms_per_1000_reads": per_k(cpu["engine"]),
          "client_cpu_ms_per_1000_reads": per_k(cpu["client"]),
-         "primary_cores": cpu["primary"] / cpu["wall"], "standby_cores": cpu["standby"] / cpu["wall"],
-         "engine_cores": cpu["engine"] / cpu["wall"], "client_cores": cpu["client"] / cpu["wall"],
-         "rest_cores": cpu["rest"] / cpu["wall"], "machine_cores": cpu["machine"] / cpu["wall"],
+         **cores(cpu, "primary", "standby", "engine", "client", "rest", "machine"),
          "primary_blocks_per_read": p["blks"] / n, "primary_blocks_read_per_read": p["blks_read"] / n,
          "primary_tuples_returned_per_read": p["tup_returned"] / n,
          "primary_tuples_fetched_per_read": p["tup_fetched"] / n,
@@ -465,8 +468,7 @@ def place(c, name, cfg, engine_pid):
          "standby_cpu_us_per_placement": per(cpu["standby"]),
          "engine_cpu_us_per_placement": per(cpu["engine"]),
          "generator_cpu_us_per_placement": per(cpu["client"]),
-         "primary_cores": cpu["primary"] / cpu["wall"], "standby_cores": cpu["standby"] / cpu["wall"],
-         "engine_cores": cpu["engine"] / cpu["wall"], "rest_cores": cpu["rest"] / cpu["wall"],
+         **cores(cpu, "primary", "standby", "engine", "rest"),
          "primary_commits_per_placement": st["xact_commit"] / n,
          "primary_rollbacks": st["xact_rollback"],
          **{k[len("fulltime_placement_"):]: metrics.counter(metrics1, k) - metrics.counter(metrics0, k)

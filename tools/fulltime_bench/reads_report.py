@@ -19,6 +19,12 @@ CPU = "primary_cpu_ms_per_1000_reads"
 NET = "primary_net_cpu_ms_per_1000_reads"
 
 
+
+def run_figures(runs, *figures):
+    """"name v1 v2 ...; name ..." for each (name, key, format) in figures: one value per run."""
+    return "; ".join(name + " " + " ".join(format(r[key], spec) for r in runs)
+                     for name, key, spec in figures)
+
 def medians(runs):
     keys = [k for k, v in runs[0].items() if isinstance(v, (int, float)) and not isinstance(v, bool)]
     return {k: statistics.median(r[k] for r in runs) for k in keys}
@@ -132,11 +138,10 @@ def print_reads(R):
           f"{IDLE_S:g} s before each run)")
     for cfg, label in READ_CONFIGS.items():
         runs = R["reads"][cfg]["runs"]
-        print(f"    {label}: primary CPU ms/1000 reads per run "
-              + " ".join(f"{r[CPU]:.0f}" for r in runs) + "; reads/s "
-              + " ".join(f"{r['reads_per_s']:.0f}" for r in runs) + "; rest of the machine, cores "
-              + " ".join(f"{r['rest_cores']:.2f}" for r in runs) + "; routes "
-              + " ".join(json.dumps(r["routes"], sort_keys=True) for r in runs))
+        print(f"    {label}: " + run_figures(runs, ("primary CPU ms/1000 reads per run", CPU, ".0f"),
+                                          ("reads/s", "reads_per_s", ".0f"),
+                                          ("rest of the machine, cores", "rest_cores", ".2f"))
+              + "; routes " + " ".join(json.dumps(r["routes"], sort_keys=True) for r in runs))
     for cfg, label in READ_CONFIGS.items():
         m = R["reads"][cfg]["median"]
         print(f"    {label}, the engine idle: primary {m['primary_idle_cores']:.3f} cores, "
@@ -175,12 +180,11 @@ def print_placement(R, standby_name):
               f"{m['primary_commits_per_placement']:7.3f} {m['primary_wal_bytes_per_placement']:6.0f}")
     for cfg, label in PLACE_CONFIGS.items():
         runs = R["placement"][cfg]["runs"]
-        print(f"    {label}: placements/s per run "
-              + " ".join(f"{r['placements_per_s']:.0f}" for r in runs) + "; p99 "
-              + " ".join(f"{r['latency_ms_p99']:.1f}" for r in runs) + "; lock timeouts "
-              + " ".join(f"{r['lock_timeouts_total']:.0f}" for r in runs) + "; rollbacks "
-              + " ".join(f"{r['primary_rollbacks']}" for r in runs) + "; rest of the machine, cores "
-              + " ".join(f"{r['rest_cores']:.2f}" for r in runs))
+        print(f"    {label}: " + run_figures(runs, ("placements/s per run", "placements_per_s", ".0f"),
+                                          ("p99", "latency_ms_p99", ".1f"),
+                                          ("lock timeouts", "lock_timeouts_total", ".0f"),
+                                          ("rollbacks", "primary_rollbacks", ""),
+                                          ("rest of the machine, cores", "rest_cores", ".2f")))
 
 
 def print_end(R, per_run, distinct):

@@ -381,8 +381,8 @@ class Report:
         b = f["baseline_settled"].split()
         self.check(f"baseline: {b[0]} settlement rows on market 1, payouts as expected "
                    f"(mismatches {b[2]})", b[0] == bets and b[1] == bets and b[2] == "0")
-        bad = [f"{k}: {v}" for k, v in f["baseline_inv"] if v != 0]
-        self.check("baseline: money invariants" + (" (" + "; ".join(bad) + ")" if bad else ""),
+        bad = f["baseline_inv"]
+        self.check("baseline: money invariants" + (" (" + "; ".join(bad[:5]) + ")" if bad else ""),
                    not bad)
         c = f["ctl_settled"].split()
         self.check(f"control: {c[0]} settlement rows on market 1, payouts as expected "
@@ -392,12 +392,11 @@ class Report:
                    f"distinct settled bets {e[1]}, payout mismatches {e[2]}, rows on other "
                    f"markets {e[3]})",
                    e[0] == bets and e[1] == bets and e[2] == "0" and e[3] == "0")
-        inv = f["engine_inv"]
-        bad = [f"{k}: {v}" for k, v in inv if v != 0]
+        bad = f["engine_inv"]
         self.check("engine: money invariants (ledger sums to zero per currency, balances = "
                    "ledger sums, one reservation per bet, one effect in force per bet, each "
                    "bet's legs net to its state, one bet per key)"
-                   + (" — " + "; ".join(bad) if bad else ""), not bad and len(inv) == 6)
+                   + (" — " + "; ".join(bad[:5]) if bad else ""), not bad)
         print(f"  engine log: {f['log_issue_count']} warning/error lines"
               + (":" if f["log_issues"] else ""))
         for line in f["log_issues"]:
