@@ -40,7 +40,7 @@ constexpr const char* insert_shards_sql =
     "SELECT $1, s, $2::bigint / $3 + CASE WHEN s = 0 THEN $2::bigint % $3 ELSE 0 END "
     "FROM generate_series(0, $3::integer - 1) AS s";
 
-// Settlement (a later issue) keeps its per-market checkpoint here; the row exists from the start.
+// Settlement keeps its per-market checkpoint here; the row exists from the market's creation.
 constexpr const char* insert_progress_sql =
     "INSERT INTO settlement_progress (market_id) VALUES ($1) ON CONFLICT DO NOTHING";
 

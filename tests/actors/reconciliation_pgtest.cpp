@@ -1,8 +1,8 @@
 // The reconciliation inside one process: the real reconciliation actor (and, where money must
 // move during a run, the real settlement actors) on a CAF runtime and real pools, on a scratch
-// database with the engine's migrations. Balance rows and transfers are corrupted by hand, as
-// the test asks: each problem must become exactly one incident, the engine must never
-// touch the money, and a problem fixed by hand must be closed by the next run.
+// database with the engine's migrations. Balance rows and transfers are corrupted by hand: each
+// problem must become exactly one incident, the engine must never touch the money, and a
+// problem fixed by hand must be closed by the next run.
 
 #include "fulltime/actors/reconciliation.hpp"
 #include "fulltime/actors/settlement.hpp"
