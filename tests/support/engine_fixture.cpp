@@ -169,8 +169,8 @@ engine::engine(const engine_parts& parts, const std::function<void(config&)>& co
     }
     // A copy of the migrated template when the migrations would make the same database, so
     // that the migration below finds nothing left to apply; else an empty one it migrates.
-    const bool template_fits = parts.migrate && m.cfg.history.period == template_history_period;
-    m.db.emplace(template_fits ? scratch_contents::migrated : scratch_contents::empty);
+    m.db.emplace(parts.migrate && template_fits(m.cfg.history.period) ? scratch_contents::migrated
+                                                                      : scratch_contents::empty);
     m.cfg.database.url = m.db->url();
     if (parts.pools) {
         const auto& url = parts.pools_url.empty() ? m.db->url() : parts.pools_url;

@@ -1,5 +1,6 @@
 #include "support/pg_support.hpp"
 
+#include "fulltime/config/config.hpp"
 #include "fulltime/core/resources.hpp"
 #include "fulltime/db/migrations.hpp"
 #include "fulltime/db/pool.hpp"
@@ -127,28 +128,39 @@ std::map<std::string, connection_ptr>& open_connections() {
 
 std::optional<std::string> exec_scalar(const std::string& conninfo, const std::string& sql) {
     // A connection costs the server a process (tens of milliseconds of CPU on the test machine)
-    // and tests poll with this function: each thread keeps one connection per conninfo. One
-    // found broken (a test restarted the server, a database was dropped with FORCE) is opened
-    // again and the statement sent once more: a broken connection ran nothing of it, or (lost
-    // in the middle) rolled it back.
+    // and tests poll with this function: each thread keeps one connection per conninfo, left
+    // with no transaction open, as a connection of its own per call was. One found broken (a
+    // test restarted the server, a database was dropped with FORCE) is opened again and the
+    // statement sent once more: a broken connection ran nothing of it, or (lost in the middle)
+    // rolled it back.
+    const auto run = [&sql](PGconn* conn) {
+        const auto leave_idle = [conn] {
+            if (PQstatus(conn) == CONNECTION_OK && PQtransactionStatus(conn) != PQTRANS_IDLE) {
+                PQclear(PQexec(conn, "ROLLBACK"));
+            }
+        };
+        try {
+            auto result = exec_scalar(conn, sql);
+            leave_idle();
+            return result;
+        } catch (const std::runtime_error&) {
+            leave_idle();
+            throw;
+        }
+    };
     auto& open = open_connections();
     auto it = open.find(conninfo);
     if (it == open.end() || PQstatus(it->second.get()) != CONNECTION_OK) {
         it = open.insert_or_assign(conninfo, connect_or_throw(conninfo)).first;
     }
     try {
-        return exec_scalar(it->second.get(), sql);
+        return run(it->second.get());
     } catch (const std::runtime_error&) {
-        PGconn* conn = it->second.get();
-        if (PQstatus(conn) == CONNECTION_OK) {
-            // A script that failed after its BEGIN leaves the next caller nothing open.
-            if (PQtransactionStatus(conn) != PQTRANS_IDLE) {
-                PQclear(PQexec(conn, "ROLLBACK"));
-            }
+        if (PQstatus(it->second.get()) == CONNECTION_OK) {
             throw;
         }
         it->second = connect_or_throw(conninfo);
-        return exec_scalar(it->second.get(), sql);
+        return run(it->second.get());
     }
 }
 
@@ -163,7 +175,7 @@ scratch_database::scratch_database(scratch_contents contents) {
     // One connection for both statements: a connection costs the server a process.
     const auto admin = connect_or_throw(admin_url());
     // Without the template (the test binary run outside CTest) a test migrates its own copy.
-    migrated_ =
+    const bool migrated =
         contents == scratch_contents::migrated &&
         exec_scalar(admin.get(), std::string("SELECT 1 FROM pg_database WHERE datname = '") +
                                      template_database + "' AND datistemplate")
@@ -171,10 +183,15 @@ scratch_database::scratch_database(scratch_contents contents) {
     // FILE_COPY: the files copied and a checkpoint, where the default writes every block of the
     // copy to the WAL: on the tests' cluster (fsync off) a quarter of the server's CPU per copy.
     exec_scalar(admin.get(), "CREATE DATABASE " + name_ + " TEMPLATE " +
-                                 (migrated_ ? template_database : "template0") +
+                                 (migrated ? template_database : "template0") +
                                  (owner ? " OWNER \"" + *owner + "\"" : std::string()) +
                                  " STRATEGY FILE_COPY");
     url_ = with_dbname(server_url(), name_);
+}
+
+bool template_fits(const std::string& history_period) {
+    static const std::string shipped = load_config(std::nullopt, {}).history.period;
+    return history_period.empty() || history_period == shipped;
 }
 
 scratch_database::~scratch_database() {

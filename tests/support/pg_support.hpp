@@ -38,16 +38,18 @@ std::string with_dbname(const std::string& conninfo, const std::string& dbname);
 
 /// Runs one statement synchronously (tests only) on the calling thread's connection to
 /// `conninfo`, opened on first use and again when found broken, and returns the first column of
-/// the first row, or nullopt when there is none. Throws on error, after rolling back a
-/// transaction the statement left open.
+/// the first row, or nullopt when there is none. A transaction the statement left open is
+/// rolled back. Throws on error.
 std::optional<std::string> exec_scalar(const std::string& conninfo, const std::string& sql);
 
 /// Names the migrated template database CTest makes once per run before the pg tests
 /// (tests/e2e/template_database.py, the fixture `pg_template`), with the default history period.
 inline constexpr const char* template_database = "fulltime_test_template";
 
-/// Names the history period (config history.period) the template was migrated with.
-inline constexpr const char* template_history_period = "1 month";
+/// Returns true when migrating with `history_period` (config history.period; empty: the
+/// migration's own default, a month) makes what the template holds: the template was migrated
+/// by `fulltime migrate` with the shipped configuration.
+bool template_fits(const std::string& history_period);
 
 /// Says what a scratch database starts as.
 enum class scratch_contents {
@@ -71,13 +73,10 @@ public:
     const std::string& url() const noexcept { return url_; }
     /// Returns its name.
     const std::string& name() const noexcept { return name_; }
-    /// Returns true when it was copied from the migrated template.
-    bool migrated() const noexcept { return migrated_; }
 
 private:
     std::string name_;
     std::string url_;
-    bool migrated_ = false;
 };
 
 /// Runs a coroutine to completion on a private single-threaded io_context and returns its
