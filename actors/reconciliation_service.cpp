@@ -41,7 +41,7 @@ namespace {
 
 using run_atom = caf::atom_constant<caf::atom("rc_run")>;
 using done_atom = caf::atom_constant<caf::atom("rc_done")>;
-using tick_atom = caf::atom_constant<caf::atom("rc_tick")>;
+using reconcile_tick_atom = caf::atom_constant<caf::atom("rc_tick")>;
 using count_atom = caf::atom_constant<caf::atom("rc_count")>;
 using counted_atom = caf::atom_constant<caf::atom("rc_cntd")>;
 
@@ -158,11 +158,11 @@ caf::behavior reconcile_behavior(reconcile_actor* self, std::shared_ptr<reconcil
         self->quit(msg.reason);
     });
     if (interval.count() > 0) {
-        self->delayed_send(self, interval, tick_atom::value);
+        self->delayed_send(self, interval, reconcile_tick_atom::value);
     }
     self->send(self, count_atom::value);
     return {
-        [self](tick_atom) {
+        [self](reconcile_tick_atom) {
             // A scheduled run; skipped while one runs (the next tick follows its end).
             if (!self->state.running) {
                 start_run(self);
@@ -188,7 +188,7 @@ caf::behavior reconcile_behavior(reconcile_actor* self, std::shared_ptr<reconcil
                 st.next.clear();
                 start_run(self);
             } else if (st.interval.count() > 0) {
-                self->delayed_send(self, st.interval, tick_atom::value);
+                self->delayed_send(self, st.interval, reconcile_tick_atom::value);
             }
         },
         [self](count_atom) {

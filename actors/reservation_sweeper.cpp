@@ -27,7 +27,7 @@ namespace asio = boost::asio;
 
 namespace {
 
-using tick_atom = caf::atom_constant<caf::atom("rs_tick")>;
+using sweep_tick_atom = caf::atom_constant<caf::atom("rs_tick")>;
 using swept_atom = caf::atom_constant<caf::atom("rs_swept")>;
 
 // Adds the per-currency sums of `chunk` into `total` ({"EUR": minor units}).
@@ -222,9 +222,9 @@ caf::behavior sweeper_behavior(sweeper_actor* self, sweeper_settings settings) {
     self->state.settings = std::move(settings);
     const auto interval =
         std::chrono::milliseconds(self->state.settings.reservations.sweep_interval_ms);
-    self->delayed_send(self, interval, tick_atom::value);
+    self->delayed_send(self, interval, sweep_tick_atom::value);
     return {
-        [self](tick_atom) { start_sweep(self); },
+        [self](sweep_tick_atom) { start_sweep(self); },
         [self, interval](swept_atom, sweep_report& r) {
             auto& m = *self->state.settings.metrics;
             m.sweep_ms.set(r.elapsed.count());
@@ -243,7 +243,7 @@ caf::behavior sweeper_behavior(sweeper_actor* self, sweeper_settings settings) {
                 m.failures.inc();
                 log::warn("reservations: sweep failed: " + r.error);
             }
-            self->delayed_send(self, interval, tick_atom::value);
+            self->delayed_send(self, interval, sweep_tick_atom::value);
         },
     };
 }

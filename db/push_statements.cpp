@@ -35,7 +35,7 @@ constexpr const char* purge_sql = "SELECT fulltime_purge_outbox($1::integer)";
 // (and bet_settled rows written before migration 0004) are pushed, so only theirs carry a
 // payload: every placement writes a bet_placed row, and converting and sending each one's
 // payload only for the loop to skip it cost per bet.
-constexpr const char* read_sql =
+constexpr const char* outbox_read_sql =
     "SELECT o.xact_id::text, o.outbox_id, o.topic, o.account_id, "
     "CASE WHEN o.topic IN ('settlement_batch', 'bet_settled') THEN o.payload::text END "
     "FROM outbox o "
@@ -43,7 +43,7 @@ constexpr const char* read_sql =
     "  AND o.xact_id < pg_snapshot_xmin(pg_current_snapshot()) "
     "ORDER BY o.xact_id, o.outbox_id LIMIT $3::bigint";
 
-constexpr const char* currencies_sql =
+constexpr const char* account_currencies_sql =
     "SELECT a.account_id, a.currency FROM accounts a WHERE a.account_id = ANY ($1::bigint[])";
 
 template <class T>
@@ -104,7 +104,8 @@ asio::awaitable<outcome<std::int64_t>> purge_outbox(connection& conn, std::int64
 
 asio::awaitable<outcome<outbox_page>> read_outbox_page(connection& conn, outbox_cursor after,
                                                        std::int64_t rows_max) {
-    auto rows = co_await conn.query(read_sql, params(after.xact_id, after.outbox_id, rows_max));
+    auto rows =
+        co_await conn.query(outbox_read_sql, params(after.xact_id, after.outbox_id, rows_max));
     if (!rows) {
         co_return rows.error();
     }
@@ -135,7 +136,7 @@ asio::awaitable<outcome<std::unordered_map<std::int64_t, std::string>>> read_acc
     for (auto id : account_ids) {
         ids.add(id);
     }
-    auto rows = co_await conn.query(currencies_sql, params(ids.str()));
+    auto rows = co_await conn.query(account_currencies_sql, params(ids.str()));
     if (!rows) {
         co_return rows.error();
     }

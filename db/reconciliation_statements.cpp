@@ -23,7 +23,7 @@ const std::string transfers_chunk_sql =
     "r.resolved, array_to_string(r.currencies, ','), array_to_string(r.imbalances, ',') "
     "FROM fulltime_reconcile_transfers($1::bigint, $2::integer, $3::timestamptz) r";
 
-const std::string currencies_sql =
+const std::string reconcile_currencies_sql =
     "SELECT r.opened, r.seen_again, r.resolved "
     "FROM fulltime_reconcile_currencies(string_to_array($1, ','), "
     "string_to_array($2, ',')::bigint[], $3::timestamptz) r";
@@ -169,7 +169,8 @@ asio::awaitable<outcome<detail::decision<transfers_chunk>>> transfers_body(
 asio::awaitable<outcome<detail::decision<incident_changes>>> currencies_body(
     std::string codes, std::string sums, std::string run_started, std::chrono::milliseconds timeout,
     connection& conn) {
-    auto r = co_await conn.query(currencies_sql, params{codes, sums, run_started}, timeout);
+    auto r =
+        co_await conn.query(reconcile_currencies_sql, params{codes, sums, run_started}, timeout);
     if (!r) {
         co_return r.error();
     }

@@ -13,7 +13,7 @@ namespace {
 
 using detail::discard;
 using detail::keep;
-using decided = detail::decision<void_overdue_record>;
+using void_decided = detail::decision<void_overdue_record>;
 
 // Timestamps travel as RFC 3339 text in UTC, as the wire formats write them.
 #define FULLTIME_RFC3339(x) "to_char((" x ") AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')"
@@ -52,7 +52,7 @@ constexpr const char* note_overdue_sql =
 
 #undef FULLTIME_RFC3339
 
-std::optional<void_overdue_status> status_from_string(std::string_view text) noexcept {
+std::optional<void_overdue_status> void_status_from_string(std::string_view text) noexcept {
     for (auto s : {void_overdue_status::stored, void_overdue_status::duplicate,
                    void_overdue_status::conflict, void_overdue_status::unknown_market,
                    void_overdue_status::not_overdue, void_overdue_status::nothing_to_void,
@@ -93,7 +93,7 @@ std::string message_for(const void_overdue_record& r, std::int64_t market_id,
     return {};
 }
 
-asio::awaitable<outcome<decided>> void_body(void_overdue_request req, connection& conn) {
+asio::awaitable<outcome<void_decided>> void_body(void_overdue_request req, connection& conn) {
     auto called = co_await conn.query(
         void_overdue_sql, params{req.market_id, req.event_key, req.operator_name, req.force,
                                  req.grace_s, req.default_deadline_s});
@@ -111,7 +111,7 @@ asio::awaitable<outcome<decided>> void_body(void_overdue_request req, connection
     if (!outcome_text || !event_id || !seq || !deadline || !detail) {
         co_return failure{errc::bad_result, {}, "unexpected fulltime_void_overdue row"};
     }
-    const auto status = status_from_string(*outcome_text);
+    const auto status = void_status_from_string(*outcome_text);
     if (!status) {
         co_return failure{errc::bad_result,
                           {},

@@ -15,7 +15,7 @@ namespace {
 
 using detail::discard;
 using detail::keep;
-using decided = detail::decision<result_event_record>;
+using event_decided = detail::decision<result_event_record>;
 
 // One statement: the market and selection checks, the insert (ON CONFLICT DO NOTHING), the
 // duplicate-or-conflict comparison on the stored row, and for a result or cancel the market's
@@ -32,7 +32,7 @@ constexpr const char* list_events_sql =
     "  FROM result_events e WHERE e.market_id = $1::bigint "
     "  ORDER BY e.seq DESC LIMIT $2::integer) x";
 
-std::optional<result_event_status> status_from_string(std::string_view text) noexcept {
+std::optional<result_event_status> event_status_from_string(std::string_view text) noexcept {
     for (auto s : {result_event_status::stored, result_event_status::duplicate,
                    result_event_status::conflict, result_event_status::unknown_market,
                    result_event_status::unknown_selection}) {
@@ -68,8 +68,8 @@ std::string refusal_message(result_event_status status, const feed::result_event
     return {};
 }
 
-asio::awaitable<outcome<decided>> record_body(feed::result_event_message m, std::string producer,
-                                              connection& conn) {
+asio::awaitable<outcome<event_decided>> record_body(feed::result_event_message m,
+                                                    std::string producer, connection& conn) {
     auto called = co_await conn.query(
         record_result_sql, params{m.market_id, m.seq, m.event_key,
                                   std::string(feed::to_string(m.kind)), m.payload_json, producer});
@@ -85,7 +85,7 @@ asio::awaitable<outcome<decided>> record_body(feed::result_event_message m, std:
     if (!outcome_text || !event_id || !detail) {
         co_return failure{errc::bad_result, {}, "unexpected fulltime_record_result row"};
     }
-    const auto status = status_from_string(*outcome_text);
+    const auto status = event_status_from_string(*outcome_text);
     if (!status) {
         co_return failure{errc::bad_result,
                           {},

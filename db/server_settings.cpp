@@ -19,7 +19,7 @@ constexpr const char* hot_tables =
     "{accounts,market_exposure,idempotency_keys,outbox,settlement_progress}";
 
 // pg_settings.setting is in the setting's base unit: milliseconds for the two timeouts.
-constexpr const char* read_sql =
+constexpr const char* server_settings_sql =
     "SELECT (SELECT setting::bigint FROM pg_settings "
     "        WHERE name = 'idle_in_transaction_session_timeout'), "
     "       (SELECT setting::bigint FROM pg_settings WHERE name = 'statement_timeout'), "
@@ -111,7 +111,7 @@ std::vector<std::string> judge_server_settings(const server_settings& s, const e
 }
 
 asio::awaitable<outcome<server_settings>> read_server_settings(connection& conn) {
-    auto rows = co_await conn.query(read_sql, params(std::string(hot_tables)));
+    auto rows = co_await conn.query(server_settings_sql, params(std::string(hot_tables)));
     if (!rows) {
         co_return rows.error();
     }

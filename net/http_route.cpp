@@ -4,6 +4,7 @@
 #include "fulltime/core/errors.hpp"
 #include "fulltime/core/strict_json.hpp"
 #include "fulltime/limits.hpp"
+#include "net/ws_message.hpp"
 
 #include <boost/beast/http/status.hpp>
 
@@ -26,6 +27,13 @@ http_response problem(unsigned status, std::string_view code, std::string_view d
          detail}}.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     // Whole seconds, rounded up: Retry-After has no finer unit.
     r.retry_after_s = static_cast<unsigned>((errors::retry_after_ms(code) + 999) / 1000);
+    return r;
+}
+
+http_response json_response(unsigned status, const nlohmann::json& body) {
+    http_response r;
+    r.status = status;
+    r.body = detail::to_wire(body);
     return r;
 }
 

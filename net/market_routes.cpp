@@ -10,7 +10,6 @@
 #include "fulltime/db/reservation_statements.hpp"
 #include "fulltime/db/result_statements.hpp"
 #include "fulltime/limits.hpp"
-#include "net/ws_message.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -35,14 +34,7 @@ struct market_routes_state {
     std::function<void(std::int64_t)> on_stored;
 };
 
-http_response json_response(unsigned status, const json& body) {
-    http_response r;
-    r.status = status;
-    r.body = detail::to_wire(body);
-    return r;
-}
-
-http_response failed(const db::failure& f, std::string_view what) {
+http_response database_failed(const db::failure& f, std::string_view what) {
     if (f.code == db::errc::lock_timeout || f.code == db::errc::pool_timeout ||
         f.code == db::errc::pool_queue_full || f.retryable()) {
         return problem(503, "busy", "the database is busy; retry (the same key is safe)");
@@ -167,14 +159,14 @@ asio::awaitable<http_response> post_close_gap(std::shared_ptr<market_routes_stat
     req.operator_name = std::string(operator_of(request));
     auto conn = co_await st->pools->background->acquire();
     if (!conn) {
-        co_return failed(conn.error(), "close-gap");
+        co_return database_failed(conn.error(), "close-gap");
     }
     const db::transaction_options options{st->cfg->admin.lock_timeout_ms,
                                           st->cfg->database.statement_timeout_ms};
     auto done =
         co_await db::close_gap(**conn, std::move(req), options, st->cfg->admin.lock_retries_max);
     if (!done) {
-        co_return failed(done.error(), "close-gap");
+        co_return database_failed(done.error(), "close-gap");
     }
     log::info("operator: close-gap", {{"operator", operator_of(request)},
                                       {"market", market},
@@ -223,7 +215,7 @@ asio::awaitable<http_response> post_void_overdue(std::shared_ptr<market_routes_s
     req.force = parsed->force;
     auto conn = co_await st->pools->background->acquire();
     if (!conn) {
-        co_return failed(conn.error(), "void-overdue");
+        co_return database_failed(conn.error(), "void-overdue");
     }
     const db::transaction_options options{st->cfg->admin.lock_timeout_ms,
                                           st->cfg->database.statement_timeout_ms};
@@ -231,7 +223,7 @@ asio::awaitable<http_response> post_void_overdue(std::shared_ptr<market_routes_s
     auto done =
         co_await db::void_overdue(**conn, std::move(req), options, st->cfg->admin.lock_retries_max);
     if (!done) {
-        co_return failed(done.error(), "void-overdue");
+        co_return database_failed(done.error(), "void-overdue");
     }
     log::info("operator: void-overdue", {{"operator", operator_of(request)},
                                          {"market", market},
@@ -263,12 +255,12 @@ asio::awaitable<http_response> get_market_events(std::shared_ptr<market_routes_s
     const std::int64_t market = std::get<std::int64_t>(market_id);
     auto conn = co_await st->pools->background->acquire();
     if (!conn) {
-        co_return failed(conn.error(), "market events");
+        co_return database_failed(conn.error(), "market events");
     }
     auto text = co_await db::list_result_events_json(
         **conn, market, static_cast<std::int64_t>(limits::market_events_listed_max));
     if (!text) {
-        co_return failed(text.error(), "market events");
+        co_return database_failed(text.error(), "market events");
     }
     json events = json::parse(*text, nullptr, false);
     co_return json_response(200, json{{"market_id", market}, {"events", std::move(events)}});
@@ -288,7 +280,7 @@ asio::awaitable<http_response> get_market_summary(std::shared_ptr<market_routes_
     auto rows = co_await st->reads->run(
         need, [id](db::connection& conn) { return db::read_market_summary(conn, id); }, &ran_on);
     if (!rows) {
-        co_return failed(rows.error(), "market summary");
+        co_return database_failed(rows.error(), "market summary");
     }
     json currencies = json::array();
     for (const auto& m : *rows) {

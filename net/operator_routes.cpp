@@ -7,7 +7,6 @@
 #include "fulltime/core/money.hpp"
 #include "fulltime/db/pool.hpp"
 #include "fulltime/db/wallet_statements.hpp"
-#include "net/ws_message.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -55,13 +54,6 @@ struct operator_state {
     }
 };
 
-http_response json_response(unsigned status, const json& body) {
-    http_response r;
-    r.status = status;
-    r.body = detail::to_wire(body);
-    return r;
-}
-
 json account_json(const db::account_row& a) {
     return json{{"account_id", a.account_id},
                 {"currency", a.currency},
@@ -71,7 +63,7 @@ json account_json(const db::account_row& a) {
 }
 
 // Turns a database failure into 503 busy or unavailable; details stay in the log.
-http_response failed(const db::failure& f, std::string_view what) {
+http_response wallet_failed(const db::failure& f, std::string_view what) {
     if (f.code == db::errc::lock_timeout || f.code == db::errc::pool_timeout ||
         f.code == db::errc::pool_queue_full || f.retryable()) {
         return problem(503, "busy", "the wallet is busy; retry with the same key");
@@ -97,12 +89,12 @@ asio::awaitable<http_response> create_account(std::shared_ptr<operator_state> st
     }
     auto conn = co_await st->pools->background->acquire();
     if (!conn) {
-        co_return failed(conn.error(), "create account");
+        co_return wallet_failed(conn.error(), "create account");
     }
     auto done =
         co_await db::create_account(**conn, parsed->account_id, parsed->currency, st->options());
     if (!done) {
-        co_return failed(done.error(), "create account");
+        co_return wallet_failed(done.error(), "create account");
     }
     const char* outcome = done->status == db::account_creation::created    ? "created"
                           : done->status == db::account_creation::existing ? "existing"
@@ -128,11 +120,11 @@ asio::awaitable<http_response> get_account(std::shared_ptr<operator_state> st,
                                            std::int64_t account_id) {
     auto conn = co_await st->pools->background->acquire();
     if (!conn) {
-        co_return failed(conn.error(), "get account");
+        co_return wallet_failed(conn.error(), "get account");
     }
     auto found = co_await db::find_account(**conn, account_id);
     if (!found) {
-        co_return failed(found.error(), "get account");
+        co_return wallet_failed(found.error(), "get account");
     }
     if (!*found) {
         co_return unknown_account(account_id);
@@ -219,14 +211,14 @@ asio::awaitable<http_response> transfer(std::shared_ptr<operator_state> st, db::
     auto conn = co_await st->pools->background->acquire();
     if (!conn) {
         st->count(kind, wallet_outcome::busy);
-        co_return failed(conn.error(), what);
+        co_return wallet_failed(conn.error(), what);
     }
     // The amount's decimals depend on the account's currency, read first: a currency never
     // changes, so the transfer's own transaction need not read it again.
     auto account = co_await db::find_account(**conn, account_id);
     if (!account) {
         st->count(kind, account.error().retryable() ? wallet_outcome::busy : wallet_outcome::error);
-        co_return failed(account.error(), what);
+        co_return wallet_failed(account.error(), what);
     }
     if (!*account) {
         st->count(kind, wallet_outcome::unknown_account);
@@ -252,7 +244,7 @@ asio::awaitable<http_response> transfer(std::shared_ptr<operator_state> st, db::
     if (!done) {
         const bool busy = done.error().retryable();
         st->count(kind, busy ? wallet_outcome::busy : wallet_outcome::error);
-        co_return failed(done.error(), what);
+        co_return wallet_failed(done.error(), what);
     }
     co_return answer_transfer(*st, kind, account_id, request, *parsed, *amount_minor, currency,
                               *done);

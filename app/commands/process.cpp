@@ -33,7 +33,7 @@ bool drop_to(const run_as& user) {
            ::setuid(static_cast<uid_t>(user.uid)) == 0;
 }
 
-int exit_status(int status) {
+int wait_status_exit_code(int status) {
     if (WIFEXITED(status)) {
         return WEXITSTATUS(status);
     }
@@ -50,7 +50,7 @@ int wait_for(pid_t pid) {
             return 127;
         }
     }
-    return exit_status(status);
+    return wait_status_exit_code(status);
 }
 
 }  // namespace
@@ -121,7 +121,7 @@ std::optional<int> poll_process(int pid) {
     if (done == 0) {
         return std::nullopt;
     }
-    return done < 0 ? 127 : exit_status(status);
+    return done < 0 ? 127 : wait_status_exit_code(status);
 }
 
 int run_process(const std::vector<std::string>& argv, const std::string& log_path,

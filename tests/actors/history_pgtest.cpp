@@ -42,9 +42,9 @@ void short_periods(fulltime::config& cfg) {
     cfg.history.keeper_interval_ms = 0;
 }
 
-class engine : public fulltime::test::engine {
+class history_engine : public fulltime::test::engine {
 public:
-    explicit engine(const std::function<void(fulltime::config&)>& configure_case = {})
+    explicit history_engine(const std::function<void(fulltime::config&)>& configure_case = {})
         : fulltime::test::engine({.settlement = true, .reconciliation = true}, short_periods,
                                  configure_case) {}
 
@@ -160,7 +160,7 @@ public:
 }  // namespace
 
 TEST_CASE("a bet placed in one period settles in the next, and the closed balances hold") {
-    engine e;
+    history_engine e;
     e.add_market(1, {{11, 20000}, {12, 20000}});
     e.fund(1, 2, 100000);
     REQUIRE(e.place(1, "a", 11, 1000) == "placed");
@@ -211,7 +211,7 @@ TEST_CASE("a bet placed in one period settles in the next, and the closed balanc
 }
 
 TEST_CASE("a correction after its period closed moves money in the open period only") {
-    engine e;
+    history_engine e;
     e.add_market(1, {{11, 20000}, {12, 20000}});
     e.fund(1, 2, 100000);
     REQUIRE(e.place(1, "a", 11, 1000) == "placed");
@@ -251,7 +251,7 @@ TEST_CASE("a correction after its period closed moves money in the open period o
 }
 
 TEST_CASE("retention keeps a period that holds an open bet, and drops it once settled") {
-    engine e([](fulltime::config& cfg) { cfg.history.retention = "1 second"; });
+    history_engine e([](fulltime::config& cfg) { cfg.history.retention = "1 second"; });
     e.add_market(1, {{11, 20000}, {12, 20000}});
     e.add_market(2, {{21, 20000}, {22, 20000}});
     e.fund(1, 2, 100000);
@@ -325,7 +325,7 @@ TEST_CASE("retention keeps a period that holds an open bet, and drops it once se
 TEST_CASE("a drop interrupted halfway is finished by the next keeper round") {
     // The keeper's own retention is an hour, so its rounds do not drop the period first; the
     // interrupted drop below judges it with a retention of one second.
-    engine e;
+    history_engine e;
     // The history period (empty, before the migration) is closed and a second past its end:
     // with that retention nothing holds it.
     e.keep_until(
@@ -349,7 +349,7 @@ TEST_CASE("a drop interrupted halfway is finished by the next keeper round") {
 }
 
 TEST_CASE("the keeper actor keeps partitions ahead of the clock") {
-    engine e([](fulltime::config& cfg) { cfg.history.keeper_interval_ms = 100; });
+    history_engine e([](fulltime::config& cfg) { cfg.history.keeper_interval_ms = 100; });
     auto& metrics = e.start_keeper();
     e.add_market(1, {{11, 20000}, {12, 20000}});
     e.fund(1, 1, 100000);

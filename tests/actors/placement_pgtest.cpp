@@ -53,9 +53,9 @@ void placement_config(fulltime::config& cfg) {
 
 // The placement path as serve_command wires it: the gateway with the /v1/bets handlers over the
 // placement actors (tests/support/engine_fixture.hpp).
-class engine : public fulltime::test::engine {
+class placement_engine : public fulltime::test::engine {
 public:
-    explicit engine(const std::function<void(fulltime::config&)>& configure = {})
+    explicit placement_engine(const std::function<void(fulltime::config&)>& configure = {})
         : fulltime::test::engine({.gateway = true, .placement = true}, placement_config,
                                  configure) {}
 
@@ -124,7 +124,7 @@ json without(json reply, const char* field) {
 }
 
 // Waits until another session holds a write lock on the accounts table (the test's holder).
-bool eventually_locked(const engine& e) {
+bool eventually_locked(const placement_engine& e) {
     return fulltime::test::eventually([&] {
         return e.scalar(
                    "SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation "
@@ -137,7 +137,7 @@ bool eventually_locked(const engine& e) {
 }  // namespace
 
 TEST_CASE("200 concurrent placements on one account place exactly what its balance covers") {
-    engine e;
+    placement_engine e;
     e.add_market(10, 1001, "2.00");
     e.deposit(1, 5700);  // 57 stakes of 1.00
     constexpr int connections = 20;
@@ -205,7 +205,7 @@ TEST_CASE("200 concurrent placements on one account place exactly what its balan
 }
 
 TEST_CASE("every retry returns the stored first result with replayed true") {
-    engine e;
+    placement_engine e;
     e.add_market(10, 1001, "2.50");
     e.deposit(1, 1500);
     auto c = open_bets(e.port(), 1);
@@ -261,7 +261,7 @@ TEST_CASE("every retry returns the stored first result with replayed true") {
 }
 
 TEST_CASE("two simultaneous requests with one key make one bet and identical replies") {
-    engine e;
+    placement_engine e;
     e.add_market(10, 1001, "3.00");
     e.deposit(1, 100000);
     for (int round = 0; round < 10; ++round) {
@@ -286,7 +286,7 @@ TEST_CASE("two simultaneous requests with one key make one bet and identical rep
 TEST_CASE("a held balance row lock makes the placement retry and then succeed") {
     // Retries enough for a slow machine: the lock is let go once the placement has timed out on
     // it, and what follows must not run out of retries first.
-    engine e([](fulltime::config& cfg) { cfg.placement.lock_retries_max = 200; });
+    placement_engine e([](fulltime::config& cfg) { cfg.placement.lock_retries_max = 200; });
     e.add_market(10, 1001, "2.00");
     e.deposit(1, 10000);
     auto c = open_bets(e.port(), 1);
@@ -324,7 +324,7 @@ TEST_CASE("a held balance row lock makes the placement retry and then succeed") 
 }
 
 TEST_CASE("a balance row lock held too long makes the placement answer busy within its bound") {
-    engine e;
+    placement_engine e;
     e.add_market(10, 1001, "2.00");
     e.deposit(1, 10000);
     auto c = open_bets(e.port(), 1);
@@ -365,7 +365,7 @@ asio::awaitable<bool> stop_placement(fulltime::actors::placement_service* placem
 }
 
 TEST_CASE("stopping the placement actors answers every placement, queued or running") {
-    engine e([](fulltime::config& cfg) {
+    placement_engine e([](fulltime::config& cfg) {
         cfg.placement.lock_timeout_ms = 3000;
         cfg.placement.lock_retries_max = 0;
     });
@@ -409,7 +409,7 @@ TEST_CASE("stopping the placement actors answers every placement, queued or runn
 
 TEST_CASE("each placement actor opens its connection at start and keeps trying until it can") {
     SUBCASE("the database answers: every actor holds a connection before any bet") {
-        engine e;
+        placement_engine e;
         REQUIRE(fulltime::test::eventually([&] { return e.placement().opened(); }));
         const auto placement = e.pools().stats().front();
         REQUIRE(placement.name == "placement");
@@ -435,7 +435,7 @@ TEST_CASE("each placement actor opens its connection at start and keeps trying u
 }
 
 TEST_CASE("a market suspended between two placements refuses the second") {
-    engine e;
+    placement_engine e;
     e.add_market(10, 1001, "2.00");
     e.deposit(1, 10000);
     auto c = open_bets(e.port(), 1);
@@ -460,7 +460,7 @@ TEST_CASE("a market suspended between two placements refuses the second") {
 }
 
 TEST_CASE("odds changes are judged by each accept policy") {
-    engine e;
+    placement_engine e;
     e.add_market(10, 1001, "2.50");
     e.deposit(1, 100000);
     auto c = open_bets(e.port(), 1);
@@ -492,7 +492,7 @@ TEST_CASE("odds changes are judged by each accept policy") {
 }
 
 TEST_CASE("exposure shards keep the market under its liability limit under concurrency") {
-    engine e;
+    placement_engine e;
     // Limit 100.00 over 4 shards of 25.00; each bet of 10.00 at 2.00 is 10.00 of liability,
     // so a shard takes two bets and the market at most eight.
     e.add_market(10, 1001, "2.00", 10000, 4);
@@ -548,7 +548,7 @@ TEST_CASE("exposure shards keep the market under its liability limit under concu
 }
 
 TEST_CASE("malformed bet messages get their documented errors over a real websocket") {
-    engine e;
+    placement_engine e;
     e.add_market(10, 1001, "2.00", 100'000'000'000, 4, 100, 100000);
     e.deposit(1, 100000);
     auto c = open_bets(e.port(), 1);
@@ -619,7 +619,7 @@ TEST_CASE("malformed bet messages get their documented errors over a real websoc
 }
 
 TEST_CASE("a flood past the in-flight limit gets busy and the connection stays usable") {
-    engine e([](fulltime::config& cfg) { cfg.gateway.inflight_per_connection_max = 2; });
+    placement_engine e([](fulltime::config& cfg) { cfg.gateway.inflight_per_connection_max = 2; });
     e.add_market(10, 1001, "2.00");
     e.deposit(1, 1000000);
     auto c = open_bets(e.port(), 1);
@@ -657,7 +657,7 @@ TEST_CASE("a flood past the in-flight limit gets busy and the connection stays u
 }
 
 TEST_CASE("balance and bets answer from the primary for the token's account") {
-    engine e;
+    placement_engine e;
     e.add_market(10, 1001, "2.00");
     e.add_market(11, 1101, "3.00");
     e.deposit(1, 10000);
@@ -703,7 +703,7 @@ TEST_CASE("balance and bets answer from the primary for the token's account") {
 }
 
 TEST_CASE("the purge actor deletes old keys in batches and keeps fresh ones") {
-    engine e([](fulltime::config& cfg) {
+    placement_engine e([](fulltime::config& cfg) {
         cfg.placement.idempotency_retention_s = 3600;
         cfg.placement.purge_batch_max = 2;
     });
@@ -732,7 +732,7 @@ TEST_CASE("the purge actor deletes old keys in batches and keeps fresh ones") {
 }
 
 TEST_CASE("the purge actor runs on its own interval") {
-    engine e([](fulltime::config& cfg) {
+    placement_engine e([](fulltime::config& cfg) {
         cfg.placement.idempotency_retention_s = 60;
         cfg.placement.purge_interval_ms = 100;
     });
@@ -750,7 +750,7 @@ TEST_CASE("the purge actor runs on its own interval") {
 }
 
 TEST_CASE("placement metrics appear in the Prometheus text") {
-    engine e;
+    placement_engine e;
     e.add_market(10, 1001, "2.00");
     e.deposit(1, 1000);
     auto c = open_bets(e.port(), 1);

@@ -31,14 +31,14 @@ using namespace std::chrono_literals;
 using namespace fulltime;
 using namespace fulltime::test;
 
-constexpr std::int64_t market = 50;
-constexpr int bets = 40;  // pages of one row: two rounds and a half
+constexpr std::int64_t backlog_market = 50;
+constexpr int backlog_bets = 40;  // pages of one row: two rounds and a half
 
-/// Places `bets` bets on `market` (one outbox row each) for the projector to apply.
+/// Places `backlog_bets` bets on `backlog_market` (one outbox row each) for the projector to apply.
 void place_backlog(const engine& e) {
-    e.add_market(market, {{501, 20000}, {502, 20000}});
-    e.fund(1, bets, 1'000'000);
-    for (int i = 0; i < bets; ++i) {
+    e.add_market(backlog_market, {{501, 20000}, {502, 20000}});
+    e.fund(1, backlog_bets, 1'000'000);
+    for (int i = 0; i < backlog_bets; ++i) {
         REQUIRE(e.place(1 + i, "projector-" + std::to_string(i), 501, 100) == "placed");
     }
 }
@@ -110,8 +110,8 @@ TEST_CASE("the projector leaves the rest of its round at the next page once a se
     // Three rows applied before the settlement, none after it: the round's next page was not
     // started. (The round of sixteen pages would have gone on to its end.)
     CHECK(run.rows() == 3);
-    CHECK(e.scalar("SELECT count(*) FROM bet_views WHERE market_id = " + std::to_string(market)) ==
-          3);
+    CHECK(e.scalar("SELECT count(*) FROM bet_views WHERE market_id = " +
+                   std::to_string(backlog_market)) == 3);
 }
 
 TEST_CASE("the projector, its yield spent, catches up in full while the settlement goes on") {
@@ -120,11 +120,11 @@ TEST_CASE("the projector, its yield spent, catches up in full while the settleme
     projector_run run(e, 200, 3);
     // The settlement never ends here: the projector left its pages for 200 ms, then applied every
     // row, through three rounds, before it could leave them again.
-    REQUIRE_MESSAGE(eventually([&] { return run.rows() == bets && run.yielding(); }, 30s),
-                    "rows " << run.rows() << " of " << bets << ", yielding " << run.yielding()
-                            << ", failed pages " << run.failures());
-    CHECK(e.scalar("SELECT count(*) FROM bet_views WHERE market_id = " + std::to_string(market)) ==
-          bets);
+    REQUIRE_MESSAGE(eventually([&] { return run.rows() == backlog_bets && run.yielding(); }, 30s),
+                    "rows " << run.rows() << " of " << backlog_bets << ", yielding "
+                            << run.yielding() << ", failed pages " << run.failures());
+    CHECK(e.scalar("SELECT count(*) FROM bet_views WHERE market_id = " +
+                   std::to_string(backlog_market)) == backlog_bets);
     // And it did leave them first: no row for the yield's length after the settlement started.
     // (A lower bound, which a slow machine only lengthens; 10 ms short of the yield because the
     // projector may read its clock just before asking.)

@@ -52,9 +52,9 @@ asio::awaitable<fulltime::db::outcome<reconcile_summary>> run_now(
 // the engine's pools (tests/support/engine_fixture.hpp) with the database settings of tests
 // that reconcile thousands of rows. Runs are on demand only (test_config's reconcile.interval_ms
 // is 0) unless a test asks otherwise.
-class engine : public fulltime::test::engine {
+class reconcile_engine : public fulltime::test::engine {
 public:
-    explicit engine(const std::function<void(fulltime::config&)>& configure = {})
+    explicit reconcile_engine(const std::function<void(fulltime::config&)>& configure = {})
         : fulltime::test::engine({.settlement = true, .reconciliation = true},
                                  fulltime::test::use_batch_database, configure) {}
 
@@ -128,7 +128,7 @@ std::string home_wins(std::int64_t home, std::int64_t away) {
 }  // namespace
 
 TEST_CASE("a corrupted balance row is one incident, never corrected, closed once fixed by hand") {
-    engine e;
+    reconcile_engine e;
     e.add_market(1, {{11, 20000}});
     e.fund(1, 10, 10000);
     for (int i = 1; i <= 10; ++i) {
@@ -194,7 +194,7 @@ TEST_CASE("a corrupted balance row is one incident, never corrected, closed once
 }
 
 TEST_CASE("chunks cover every account and every transfer, the last one open-ended") {
-    engine e([](fulltime::config& cfg) {
+    reconcile_engine e([](fulltime::config& cfg) {
         cfg.reconcile.chunk_accounts = 1000;
         cfg.reconcile.chunk_transfers = 1000;
     });
@@ -231,7 +231,7 @@ TEST_CASE("chunks cover every account and every transfer, the last one open-ende
     CHECK(e.scalar("SELECT sum(available) FROM accounts") == 2500 * 5000 + 4);
 
     // Exactly 2000 accounts: the third chunk is empty and still reaches past the last account.
-    engine f([](fulltime::config& cfg) { cfg.reconcile.chunk_accounts = 1000; });
+    reconcile_engine f([](fulltime::config& cfg) { cfg.reconcile.chunk_accounts = 1000; });
     f.fund(1, 2000, 5000);
     f.exec(
         "INSERT INTO ledger_transfers (entry_key, currency, debit_side, credit_side, "
@@ -243,7 +243,7 @@ TEST_CASE("chunks cover every account and every transfer, the last one open-ende
 }
 
 TEST_CASE("a transfer in another currency is a mismatch and unbalances both currencies") {
-    engine e;
+    reconcile_engine e;
     e.fund(1, 3, 10000, "EUR");
     e.fund(4, 2, 10000, "USD");
     REQUIRE(e.run().reconciliation_incidents_open() == 0);
@@ -300,7 +300,7 @@ namespace {
 
 // Until `done`: placements, deposits and withdrawals of random accounts among the first
 // `accounts`, each its own transaction, counted in `writes`.
-void write_money(engine& e, int accounts, const std::atomic<bool>& done,
+void write_money(reconcile_engine& e, int accounts, const std::atomic<bool>& done,
                  std::atomic<std::int64_t>& writes) {
     writer w(e.url());
     std::mt19937 rng(7);
@@ -342,7 +342,7 @@ void write_money(engine& e, int accounts, const std::atomic<bool>& done,
 
 // Results and corrections (reversals, payouts taken back, debts) of market 1, applied by the
 // real settlement actors, until `done` or 40 of them.
-void post_results(engine& e, const std::atomic<bool>& done) {
+void post_results(reconcile_engine& e, const std::atomic<bool>& done) {
     writer w(e.url());
     for (int seq = 1; !done.load() && seq <= 40; ++seq) {
         std::this_thread::sleep_for(30ms);
@@ -366,7 +366,7 @@ void post_results(engine& e, const std::atomic<bool>& done) {
 
 TEST_CASE("no false drift while placements, deposits and settlements commit during a run") {
     // Small chunks with pauses, so that every run spans many transactions of the writers.
-    engine e([](fulltime::config& cfg) {
+    reconcile_engine e([](fulltime::config& cfg) {
         cfg.reconcile.chunk_accounts = 7;
         cfg.reconcile.chunk_transfers = 200;
         cfg.reconcile.chunk_pause_ms = 2;
@@ -426,7 +426,7 @@ TEST_CASE("no false drift while placements, deposits and settlements commit duri
 }
 
 TEST_CASE("a request during a run is answered by the next run, which sees what changed") {
-    engine e([](fulltime::config& cfg) {
+    reconcile_engine e([](fulltime::config& cfg) {
         cfg.reconcile.chunk_accounts = 1;
         cfg.reconcile.chunk_pause_ms = 20;
     });
@@ -458,7 +458,7 @@ TEST_CASE("a request during a run is answered by the next run, which sees what c
 }
 
 TEST_CASE("stopping answers a waiting request and ends the run at its next step") {
-    engine e([](fulltime::config& cfg) {
+    reconcile_engine e([](fulltime::config& cfg) {
         cfg.reconcile.chunk_accounts = 1;
         cfg.reconcile.chunk_pause_ms = 50;
     });
@@ -478,7 +478,7 @@ TEST_CASE("stopping answers a waiting request and ends the run at its next step"
 }
 
 TEST_CASE("a scheduled run needs no request") {
-    engine e([](fulltime::config& cfg) { cfg.reconcile.interval_ms = 100; });
+    reconcile_engine e([](fulltime::config& cfg) { cfg.reconcile.interval_ms = 100; });
     e.fund(1, 5, 1000);
     e.exec("UPDATE accounts SET available = available + 1 WHERE account_id = 5");
     // The run records its incident before it ends and counts itself: wait for both.
@@ -495,7 +495,7 @@ TEST_CASE("a scheduled run needs no request") {
 }
 
 TEST_CASE("each audit statement passes on good books and fails on its own corruption") {
-    engine e;
+    reconcile_engine e;
     e.add_market(1, {{11, 20000}});
     e.fund(1, 3, 10000);
     REQUIRE(e.place(1, "k1", 11, 1000) == "placed");

@@ -30,9 +30,9 @@ using steady = std::chrono::steady_clock;
 
 // The settlement actors on the engine's pools (tests/support/engine_fixture.hpp), with the
 // database settings of tests that settle thousands of bets in one go.
-class engine : public fulltime::test::engine {
+class settlement_engine : public fulltime::test::engine {
 public:
-    explicit engine(const std::function<void(fulltime::config&)>& configure = {})
+    explicit settlement_engine(const std::function<void(fulltime::config&)>& configure = {})
         : fulltime::test::engine({.settlement = true}, fulltime::test::use_batch_database,
                                  configure) {}
 
@@ -76,7 +76,7 @@ std::string wins(int selection) {
 }  // namespace
 
 TEST_CASE("each outcome kind pays its hand-computed payout") {
-    engine e;
+    settlement_engine e;
     // Odds in 1/10000: 2.50, 3.10, 1.90, 2.55, 4.00, 1.50.
     e.add_market(1, {{11, 25000}, {12, 31000}, {13, 19000}, {14, 25500}, {15, 40000}, {16, 15000}});
     e.fund(1, 1, 100000);                                    // 1000.00
@@ -132,7 +132,7 @@ TEST_CASE("each outcome kind pays its hand-computed payout") {
 }
 
 TEST_CASE("duplicates are ignored and events apply in seq order after a gap") {
-    engine e;
+    settlement_engine e;
     e.add_market(1, {{11, 20000}, {12, 20000}});
     e.fund(1, 10, 10000);
     for (int a = 1; a <= 10; ++a) {
@@ -175,7 +175,7 @@ TEST_CASE("duplicates are ignored and events apply in seq order after a gap") {
 }
 
 TEST_CASE("a correction a rollback and a windowed cancel on a settled market keep the books") {
-    engine e;
+    settlement_engine e;
     e.add_market(1, {{11, 30000}, {12, 15000}});
     e.fund(1, 2, 10000);
     REQUIRE(e.place(1, "a-early", 11, 1000) == "placed");
@@ -243,7 +243,7 @@ TEST_CASE("a correction a rollback and a windowed cancel on a settled market kee
 namespace {
 
 // Checks the outbox of a settled market of `bets` bets: one row per step, listing its bets.
-void check_settlement_batches(engine& e, int bets) {
+void check_settlement_batches(settlement_engine& e, int bets) {
     // Every bet announced once, to its account, with the settlement row's version, outcome and
     // payout.
     CHECK(e.scalar("SELECT count(*) FROM outbox WHERE topic IN ('bet_settled', 'bet_unsettled')") ==
@@ -277,7 +277,7 @@ void check_settlement_batches(engine& e, int bets) {
 }  // namespace
 
 TEST_CASE("a market of 20000 bets settles while placements on other markets go on") {
-    engine e([](fulltime::config& cfg) {
+    settlement_engine e([](fulltime::config& cfg) {
         cfg.settlement.batch_bets_max = 500;
         cfg.settlement.batches_in_flight = 2;
     });
@@ -348,7 +348,7 @@ TEST_CASE("a market steps back to back in its slot, and hands the slot to a mark
     // One slot: a market whose event is under way keeps it from batch to batch (no hand-back
     // between steps), until another market asks for one; then it gives it up within
     // limits::settlement_slot_hold_ms, so the small market is applied long before the big one.
-    engine e([](fulltime::config& cfg) {
+    settlement_engine e([](fulltime::config& cfg) {
         cfg.settlement.batch_bets_max = 100;
         cfg.settlement.batches_in_flight = 1;
     });
@@ -382,7 +382,7 @@ TEST_CASE("a market steps back to back in its slot, and hands the slot to a mark
 }
 
 // Returns the sum of the settlement steps' times, in seconds, as /metrics renders it.
-double step_seconds_sum(const engine& e) {
+double step_seconds_sum(const settlement_engine& e) {
     const std::string key = "\nfulltime_settlement_step_latency_seconds_sum ";
     const auto text = e.metrics_text();
     const auto at = text.find(key);
@@ -394,7 +394,7 @@ TEST_CASE("a market at a duty of 25 % rests three times each batch's time before
     // The market steps on in its slot and rests there between batches (and after its last one,
     // from the actor): whatever the machine's speed, the event takes at least the steps' time
     // plus three times the batches'. Without the rests it takes about the steps' time.
-    engine e([](fulltime::config& cfg) {
+    settlement_engine e([](fulltime::config& cfg) {
         cfg.settlement.batch_bets_max = 100;
         cfg.settlement.duty_percent = 25;
     });
@@ -426,7 +426,7 @@ void three_lanes_of_20(fulltime::config& cfg) {
 TEST_CASE("an event of a large market settles in lanes, each bet once, its counts summed") {
     // Batches of 20 in 3 lanes: a market of more than 60 bets is split by account (account_id
     // % 3), each lane's batches on a connection of their own, side by side.
-    engine e(three_lanes_of_20);
+    settlement_engine e(three_lanes_of_20);
     constexpr int bets = 600;
     e.add_market(1, {{11, 20000}, {12, 30000}});
     e.fund(1, 40, 100000);
@@ -476,7 +476,7 @@ TEST_CASE("an event of a large market settles in lanes, each bet once, its count
 }
 
 TEST_CASE("a small market settles in one lane whatever the lanes") {
-    engine e(three_lanes_of_20);
+    settlement_engine e(three_lanes_of_20);
     e.add_market(1, {{11, 20000}});
     e.fund(1, 40, 100000);
     // 60 bets: no more than a batch per lane.
@@ -556,7 +556,7 @@ TEST_CASE("an event started in lanes finishes in them, its lanes called in any o
 }
 
 TEST_CASE("taking back winnings already withdrawn records a debt that a later credit repays") {
-    engine e;
+    settlement_engine e;
     e.add_market(1, {{11, 30000}, {12, 15000}});
     e.fund(1, 1, 1000);
     REQUIRE(e.place(1, "k", 11, 1000) == "placed");
@@ -590,7 +590,7 @@ TEST_CASE("taking back winnings already withdrawn records a debt that a later cr
 }
 
 TEST_CASE("an event waits for the transactions that were running when it started") {
-    engine e;
+    settlement_engine e;
     e.add_market(1, {{11, 20000}});
     e.fund(1, 1, 10000);
     REQUIRE(e.place(1, "k", 11, 1000) == "placed");
@@ -613,7 +613,7 @@ TEST_CASE("an event waits for the transactions that were running when it started
 }
 
 TEST_CASE("two instances settling one market apply each event once") {
-    engine e([](fulltime::config& cfg) { cfg.settlement.batch_bets_max = 50; });
+    settlement_engine e([](fulltime::config& cfg) { cfg.settlement.batch_bets_max = 50; });
     auto& second = e.add_settlement_instance();
     e.add_market(1, {{11, 20000}, {12, 30000}});
     e.fund(1, 50, 100000);
@@ -635,7 +635,7 @@ TEST_CASE("two instances settling one market apply each event once") {
 
 TEST_CASE("the money invariant checker finds broken books") {
     // The checker every pg test ends with must be able to fail: break each invariant in turn.
-    engine e;
+    settlement_engine e;
     e.add_market(1, {{11, 20000}});
     e.fund(1, 2, 10000);
     REQUIRE(e.place(1, "k", 11, 1000) == "placed");

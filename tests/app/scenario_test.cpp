@@ -27,7 +27,7 @@ json minimal() {
     })");
 }
 
-std::string refusal(const json& doc) {
+std::string scenario_refusal(const json& doc) {
     try {
         parse_scenario(doc);
     } catch (const std::invalid_argument& e) {
@@ -81,57 +81,57 @@ TEST_CASE("faults are sorted by time and keep their settings") {
 TEST_CASE("bad input is refused with the field's name") {
     auto doc = minimal();
     doc["accounts"]["deposit"] = 100;
-    CHECK(refusal(doc).find("accounts.deposit: must be an amount") == 0);
+    CHECK(scenario_refusal(doc).find("accounts.deposit: must be an amount") == 0);
 
     doc = minimal();
     doc["bettors"]["stake"] = "1.001";
-    CHECK(refusal(doc).find("bettors.stake:") == 0);
+    CHECK(scenario_refusal(doc).find("bettors.stake:") == 0);
 
     doc = minimal();
     doc["bettors"]["colour"] = "red";
-    CHECK(refusal(doc) == "bettors.colour: is not a known field");
+    CHECK(scenario_refusal(doc) == "bettors.colour: is not a known field");
 
     doc = minimal();
     doc.erase("criteria");
-    CHECK(refusal(doc).find("criteria: is required") == 0);
+    CHECK(scenario_refusal(doc).find("criteria: is required") == 0);
 
     doc = minimal();
     doc["faults"] = json::parse(R"([{"kind": "unplug", "at_s": 1}])");
-    CHECK(refusal(doc).find("faults[0].kind: unknown fault \"unplug\"") == 0);
+    CHECK(scenario_refusal(doc).find("faults[0].kind: unknown fault \"unplug\"") == 0);
 
     doc = minimal();
     doc["faults"] = json::parse(R"([{"kind": "kill_engine", "at_s": 99}])");
-    CHECK(refusal(doc).find("faults[0].at_s: must be from") == 0);
+    CHECK(scenario_refusal(doc).find("faults[0].at_s: must be from") == 0);
 
     doc = minimal();
     doc["faults"] = json::parse(R"([{"kind": "terminate_backends", "at_s": 1, "pool": "x"}])");
-    CHECK(refusal(doc).find("faults[0].pool:") == 0);
+    CHECK(scenario_refusal(doc).find("faults[0].pool:") == 0);
 
     doc = minimal();
     doc["faults"] = json::parse(R"([{"kind": "duplicate_result", "at_s": 1}])");
-    CHECK(refusal(doc).find("faults[0].at_s: must not be before the burst") == 0);
+    CHECK(scenario_refusal(doc).find("faults[0].at_s: must not be before the burst") == 0);
 
     doc = minimal();
     doc["faults"] = json::parse(R"([{"kind": "cancel_market", "at_s": 6, "market": 2}])");
-    CHECK(refusal(doc).find("faults[0].market: must be from 1 to 1") == 0);
+    CHECK(scenario_refusal(doc).find("faults[0].market: must be from 1 to 1") == 0);
 
     doc = minimal();
     doc["bettors"]["connections"] = 11;
-    CHECK(refusal(doc).find("bettors.connections:") == 0);
+    CHECK(scenario_refusal(doc).find("bettors.connections:") == 0);
 
     doc = minimal();
     doc["name"] = "../etc";
-    CHECK(refusal(doc).find("name:") == 0);
+    CHECK(scenario_refusal(doc).find("name:") == 0);
 
     doc = minimal();
     doc["criteria"]["backlog_within_s"] = 16;
-    CHECK(refusal(doc).find("criteria.backlog_within_s: must end within the run") == 0);
+    CHECK(scenario_refusal(doc).find("criteria.backlog_within_s: must end within the run") == 0);
 }
 
 TEST_CASE("a deposit too small for an account's share of the stakes is refused") {
     auto doc = minimal();
     doc["bettors"]["rate_per_s"] = 20;  // 20/s over 2 connections for 20 s: 200 bets each
-    CHECK(refusal(doc).find("accounts.deposit: is too small") == 0);
+    CHECK(scenario_refusal(doc).find("accounts.deposit: is too small") == 0);
 }
 
 TEST_CASE("to_json gives a document that parses back to the same scenario") {

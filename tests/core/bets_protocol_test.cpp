@@ -1,4 +1,5 @@
 #include "fulltime/core/bets_protocol.hpp"
+#include "support/text.hpp"
 
 #include "fulltime/limits.hpp"
 
@@ -9,6 +10,8 @@
 
 namespace bets = fulltime::bets;
 using nlohmann::json;
+
+using fulltime::test::contains;
 
 namespace {
 
@@ -24,10 +27,6 @@ template <class T>
 std::string refusal(const bets::checked<T>& r) {
     REQUIRE_FALSE(r.has_value());
     return r.error().message;
-}
-
-bool contains(const std::string& haystack, const std::string& needle) {
-    return haystack.find(needle) != std::string::npos;
 }
 
 }  // namespace

@@ -1,4 +1,5 @@
 #include "fulltime/core/feed_protocol.hpp"
+#include "support/text.hpp"
 
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
@@ -6,6 +7,8 @@
 #include <cstdint>
 #include <string>
 #include <utility>
+
+using fulltime::test::contains;
 
 namespace {
 
@@ -22,7 +25,7 @@ json valid_market() {
 // Returns the refusal message of a market message with `field` replaced (or removed when null
 // is passed as `remove`).
 template <class Parsed>
-std::string refusal(const Parsed& p) {
+std::string feed_refusal(const Parsed& p) {
     REQUIRE_MESSAGE(!p.has_value(), "expected a refusal");
     return p.error().message;
 }
@@ -30,17 +33,13 @@ std::string refusal(const Parsed& p) {
 std::string market_refusal(const std::string& field, const json& value) {
     json m = valid_market();
     m[field] = value;
-    return refusal(feed::parse_market(m));
+    return feed_refusal(feed::parse_market(m));
 }
 
 std::string market_without(const std::string& field) {
     json m = valid_market();
     m.erase(field);
-    return refusal(feed::parse_market(m));
-}
-
-bool contains(const std::string& haystack, const std::string& needle) {
-    return haystack.find(needle) != std::string::npos;
+    return feed_refusal(feed::parse_market(m));
 }
 
 }  // namespace
@@ -198,7 +197,7 @@ TEST_CASE("market limits are positive decimal strings within bounds") {
     json m = valid_market();
     m["stake_min"] = "5.00";
     m["stake_max"] = "4.99";
-    CHECK(refusal(feed::parse_market(m)) == "stake_max: must not be below stake_min");
+    CHECK(feed_refusal(feed::parse_market(m)) == "stake_max: must not be below stake_min");
     m["stake_max"] = "5.00";
     CHECK(feed::parse_market(m).has_value());
     CHECK(market_refusal("exposure_shards", 0) ==
@@ -212,7 +211,7 @@ TEST_CASE("market limits are positive decimal strings within bounds") {
     m = valid_market();
     m["exposure_shards"] = 8;
     m["liability_limit"] = "0.07";
-    CHECK(refusal(feed::parse_market(m)) ==
+    CHECK(feed_refusal(feed::parse_market(m)) ==
           "liability_limit: must be at least exposure_shards minor units");
     m["liability_limit"] = "0.08";
     CHECK(feed::parse_market(m).has_value());
@@ -221,9 +220,9 @@ TEST_CASE("market limits are positive decimal strings within bounds") {
 TEST_CASE("unknown fields are refused so a misspelt limit is never ignored") {
     CHECK(market_refusal("stake_maximum", "10.00") == "unknown field \"stake_maximum\"");
     json o = json::parse(R"({"type":"odds","market_id":1,"selection_id":2,"odds":"2.00","x":1})");
-    CHECK(refusal(feed::parse_odds(o)) == "unknown field \"x\"");
+    CHECK(feed_refusal(feed::parse_odds(o)) == "unknown field \"x\"");
     json s = json::parse(R"({"type":"suspend","market_id":1,"reason":"goal"})");
-    CHECK(refusal(feed::parse_status(s)) == "unknown field \"reason\"");
+    CHECK(feed_refusal(feed::parse_status(s)) == "unknown field \"reason\"");
 }
 
 TEST_CASE("settle_deadline_at must be an ISO 8601 date-time with a zone") {
@@ -264,19 +263,19 @@ TEST_CASE("odds messages are checked field by field") {
     CHECK(ok->market_id == 1);
     CHECK(ok->selection_id == 2);
     CHECK(ok->odds_units == 22000);
-    CHECK(refusal(feed::parse_odds(json::parse(
+    CHECK(feed_refusal(feed::parse_odds(json::parse(
               R"({"type":"odds","selection_id":2,"odds":"2"})"))) == "market_id: is required");
-    CHECK(refusal(feed::parse_odds(json::parse(R"({"type":"odds","market_id":1,"odds":"2"})"))) ==
-          "selection_id: is required");
-    CHECK(refusal(feed::parse_odds(json::parse(
+    CHECK(feed_refusal(feed::parse_odds(json::parse(
+              R"({"type":"odds","market_id":1,"odds":"2"})"))) == "selection_id: is required");
+    CHECK(feed_refusal(feed::parse_odds(json::parse(
               R"({"type":"odds","market_id":1,"selection_id":2})"))) == "odds: is required");
-    CHECK(contains(refusal(feed::parse_odds(json::parse(
+    CHECK(contains(feed_refusal(feed::parse_odds(json::parse(
                        R"({"type":"odds","market_id":1,"selection_id":2,"odds":"1.0099"})"))),
                    "odds: "));
-    CHECK(contains(refusal(feed::parse_odds(json::parse(
+    CHECK(contains(feed_refusal(feed::parse_odds(json::parse(
                        R"({"type":"odds","market_id":1,"selection_id":2,"odds":"100000.00"})"))),
                    "odds: "));
-    CHECK(refusal(feed::parse_odds(json::array())) == "message must be a JSON object");
+    CHECK(feed_refusal(feed::parse_odds(json::array())) == "message must be a JSON object");
 }
 
 TEST_CASE("suspend and resume name their market") {
@@ -287,11 +286,11 @@ TEST_CASE("suspend and resume name their market") {
     const auto r = feed::parse_status(json::parse(R"({"type":"resume","market_id":7})"));
     REQUIRE(r.has_value());
     CHECK(r->target == feed::market_status::open);
-    CHECK(refusal(feed::parse_status(json::parse(R"({"type":"resume"})"))) ==
+    CHECK(feed_refusal(feed::parse_status(json::parse(R"({"type":"resume"})"))) ==
           "market_id: is required");
-    CHECK(refusal(feed::parse_status(json::parse(R"({"type":"resume","market_id":"7"})"))) ==
+    CHECK(feed_refusal(feed::parse_status(json::parse(R"({"type":"resume","market_id":"7"})"))) ==
           "market_id: must be a positive integer");
-    CHECK(refusal(feed::parse_status(json::parse(R"({"type":"close","market_id":7})"))) ==
+    CHECK(feed_refusal(feed::parse_status(json::parse(R"({"type":"close","market_id":7})"))) ==
           "type: must be \"suspend\" or \"resume\"");
 }
 
@@ -310,7 +309,7 @@ TEST_CASE("account creation bodies need an id and a currency code") {
     CHECK(ok->account_id == 42);
     CHECK(ok->currency == "EUR");
     const auto bad = [](const char* text) {
-        return refusal(feed::parse_account_request(json::parse(text)));
+        return feed_refusal(feed::parse_account_request(json::parse(text)));
     };
     CHECK(bad(R"({"currency":"EUR"})") == "account_id: is required");
     CHECK(bad(R"({"account_id":0,"currency":"EUR"})") == "account_id: must be a positive integer");
@@ -337,7 +336,9 @@ TEST_CASE("deposit and withdrawal bodies need a positive amount and a key") {
     CHECK(feed::parse_transfer_request(json::parse(R"({"amount":"10.500","key":"k1"})"))
               ->amount_thousandths == 10'500);
     CHECK(ok->key == "k1");
-    const auto bad = [](const json& body) { return refusal(feed::parse_transfer_request(body)); };
+    const auto bad = [](const json& body) {
+        return feed_refusal(feed::parse_transfer_request(body));
+    };
     CHECK(bad(json{{"key", "k"}}) == "amount: is required");
     CHECK(contains(bad(json{{"amount", "0"}, {"key", "k"}}), "amount: "));
     CHECK(contains(bad(json{{"amount", "0.00"}, {"key", "k"}}), "amount: "));
@@ -369,7 +370,7 @@ TEST_CASE("void-overdue bodies take an optional key and an optional force") {
     REQUIRE(empty.has_value());
     CHECK_FALSE(empty->key.has_value());
     CHECK_FALSE(empty->force);
-    const auto bad = [](const json& body) { return refusal(feed::parse_void_request(body)); };
+    const auto bad = [](const json& body) { return feed_refusal(feed::parse_void_request(body)); };
     CHECK(bad(json{{"key", ""}}) == "key: must not be empty");
     CHECK(bad(json{{"key", 5}}) == "key: must be a string");
     CHECK(bad(json{{"key", std::string(256, 'v')}}) == "key: is longer than 255 bytes");
@@ -410,14 +411,14 @@ json valid_cancel(const std::string& type = "cancel") {
 std::string result_refusal(const std::string& field, const json& value) {
     json m = valid_result();
     m[field] = value;
-    return refusal(feed::parse_result_event(m));
+    return feed_refusal(feed::parse_result_event(m));
 }
 
 // Returns the refusal of a result whose first outcome has `field` set to `value`.
 std::string outcome_refusal(const std::string& field, const json& value) {
     json m = valid_result();
     m["outcomes"][0][field] = value;
-    return refusal(feed::parse_result_event(m));
+    return feed_refusal(feed::parse_result_event(m));
 }
 
 // Returns the void factor, in 1/10000, that a winning outcome with `text` parses to.
@@ -544,7 +545,7 @@ TEST_CASE("a dead-heat factor is above zero and only on a winning outcome") {
           "outcomes[0].dead_heat_factor: must not be negative");
     json m = valid_result();
     m["outcomes"][1]["dead_heat_factor"] = "0.5";
-    CHECK(refusal(feed::parse_result_event(m)) ==
+    CHECK(feed_refusal(feed::parse_result_event(m)) ==
           "outcomes[1].dead_heat_factor: must be 1 (or absent) when the result is \"lose\"");
     // A losing outcome may still name the neutral factor, and a void share.
     m["outcomes"][1]["dead_heat_factor"] = "1.00";
@@ -558,7 +559,7 @@ TEST_CASE("result outcomes are checked one by one") {
     CHECK(result_refusal("outcomes", nullptr) == "outcomes: is required");
     json m = valid_result();
     m.erase("outcomes");
-    CHECK(refusal(feed::parse_result_event(m)) == "outcomes: is required");
+    CHECK(feed_refusal(feed::parse_result_event(m)) == "outcomes: is required");
     CHECK(result_refusal("outcomes", json::array()) == "outcomes: must not be empty");
     CHECK(result_refusal("outcomes", json::object()) == "outcomes: must be an array");
     CHECK(result_refusal("outcomes", "win") == "outcomes: must be an array");
@@ -576,10 +577,11 @@ TEST_CASE("result outcomes are checked one by one") {
 
     m = valid_result();
     m["outcomes"][1]["selection_id"] = 1001;
-    CHECK(refusal(feed::parse_result_event(m)) == "outcomes[1].selection_id: 1001 appears twice");
+    CHECK(feed_refusal(feed::parse_result_event(m)) ==
+          "outcomes[1].selection_id: 1001 appears twice");
     m = valid_result();
     m["outcomes"][0].erase("selection_id");
-    CHECK(refusal(feed::parse_result_event(m)) == "outcomes[0].selection_id: is required");
+    CHECK(feed_refusal(feed::parse_result_event(m)) == "outcomes[0].selection_id: is required");
     CHECK(outcome_refusal("selection_id", 0) ==
           "outcomes[0].selection_id: must be a positive integer");
     CHECK(outcome_refusal("selection_id", "1001") ==
@@ -589,7 +591,7 @@ TEST_CASE("result outcomes are checked one by one") {
 
     m = valid_result();
     m["outcomes"][0].erase("result");
-    CHECK(refusal(feed::parse_result_event(m)) == "outcomes[0].result: is required");
+    CHECK(feed_refusal(feed::parse_result_event(m)) == "outcomes[0].result: is required");
     CHECK(outcome_refusal("result", nullptr) == "outcomes[0].result: is required");
     for (const json& bad : {json("won"), json("WIN"), json("void"), json(true), json(1)}) {
         CAPTURE(bad.dump());
@@ -634,7 +636,7 @@ TEST_CASE("result outcomes are sorted by selection id so a reordered resend is t
 TEST_CASE("result event common fields market_id seq and event_key are checked") {
     json m = valid_result();
     m.erase("market_id");
-    CHECK(refusal(feed::parse_result_event(m)) == "market_id: is required");
+    CHECK(feed_refusal(feed::parse_result_event(m)) == "market_id: is required");
     CHECK(result_refusal("market_id", 0) == "market_id: must be a positive integer");
     CHECK(result_refusal("market_id", "100") == "market_id: must be a positive integer");
     CHECK(result_refusal("market_id", 1.5) == "market_id: must be a positive integer");
@@ -643,7 +645,7 @@ TEST_CASE("result event common fields market_id seq and event_key are checked") 
     const std::string seq_rule = "seq: must be an integer from 1 to 9223372036854775806";
     m = valid_result();
     m.erase("seq");
-    CHECK(refusal(feed::parse_result_event(m)) == "seq: is required");
+    CHECK(feed_refusal(feed::parse_result_event(m)) == "seq: is required");
     CHECK(result_refusal("seq", nullptr) == "seq: is required");
     CHECK(result_refusal("seq", 0) == seq_rule);
     CHECK(result_refusal("seq", -1) == seq_rule);
@@ -663,7 +665,7 @@ TEST_CASE("result event common fields market_id seq and event_key are checked") 
 
     m = valid_result();
     m.erase("event_key");
-    CHECK(refusal(feed::parse_result_event(m)) == "event_key: is required");
+    CHECK(feed_refusal(feed::parse_result_event(m)) == "event_key: is required");
     CHECK(result_refusal("event_key", "") == "event_key: must not be empty");
     CHECK(result_refusal("event_key", 7) == "event_key: must be a string");
     CHECK(result_refusal("event_key", std::string(256, 'k')) ==
@@ -678,9 +680,9 @@ TEST_CASE("result event common fields market_id seq and event_key are checked") 
     CHECK(result_refusal("outcome", json::array()) == "unknown field \"outcome\"");
     m = valid_result();
     m["type"] = "settle";
-    CHECK(refusal(feed::parse_result_event(m)) ==
+    CHECK(feed_refusal(feed::parse_result_event(m)) ==
           "type: must be \"result\", \"rollback_result\", \"cancel\" or \"rollback_cancel\"");
-    CHECK(refusal(feed::parse_result_event(json::array())) == "message must be a JSON object");
+    CHECK(feed_refusal(feed::parse_result_event(json::array())) == "message must be a JSON object");
 }
 
 TEST_CASE("rollback_result carries only the common fields and an empty payload") {
@@ -696,10 +698,10 @@ TEST_CASE("rollback_result carries only the common fields and an empty payload")
     CHECK(r->outcomes.empty());
     CHECK(r->payload_json == "{}");
     m["outcomes"] = valid_result()["outcomes"];
-    CHECK(refusal(feed::parse_result_event(m)) == "unknown field \"outcomes\"");
+    CHECK(feed_refusal(feed::parse_result_event(m)) == "unknown field \"outcomes\"");
     m.erase("outcomes");
     m["end_time"] = "2025-05-01T18:30:00Z";
-    CHECK(refusal(feed::parse_result_event(m)) == "unknown field \"end_time\"");
+    CHECK(feed_refusal(feed::parse_result_event(m)) == "unknown field \"end_time\"");
 }
 
 TEST_CASE("cancel and rollback_cancel take an optional normalised window") {
@@ -739,28 +741,28 @@ TEST_CASE("cancel and rollback_cancel take an optional normalised window") {
 TEST_CASE("a cancel window is two zoned date-times in order") {
     json m = valid_cancel();
     m["start_time"] = "2025-05-01T18:30:00";
-    CHECK(refusal(feed::parse_result_event(m)) ==
+    CHECK(feed_refusal(feed::parse_result_event(m)) ==
           "start_time: must be an ISO 8601 date-time with a zone, such as "
           "\"2025-05-01T18:30:00Z\"");
     m["start_time"] = 1746124200;
-    CHECK(refusal(feed::parse_result_event(m)) ==
+    CHECK(feed_refusal(feed::parse_result_event(m)) ==
           "start_time: must be an ISO 8601 date-time string such as \"2025-05-01T18:30:00Z\"");
     m.erase("start_time");
     m["end_time"] = "2025-02-30T18:30:00Z";
-    CHECK(contains(refusal(feed::parse_result_event(m)), "end_time: must be an ISO 8601"));
+    CHECK(contains(feed_refusal(feed::parse_result_event(m)), "end_time: must be an ISO 8601"));
 
     // Equal instants written in two zones: an empty window is refused.
     m["start_time"] = "2025-05-01T20:30:00+02:00";
     m["end_time"] = "2025-05-01T18:30:00Z";
-    CHECK(refusal(feed::parse_result_event(m)) == "end_time: must be after start_time");
+    CHECK(feed_refusal(feed::parse_result_event(m)) == "end_time: must be after start_time");
     m["end_time"] = "2025-05-01T18:00:00Z";
-    CHECK(refusal(feed::parse_result_event(m)) == "end_time: must be after start_time");
+    CHECK(feed_refusal(feed::parse_result_event(m)) == "end_time: must be after start_time");
     m["end_time"] = "2025-05-01T18:30:00.000001Z";
     CHECK(feed::parse_result_event(m).has_value());
 
     m = valid_cancel();
     m["outcomes"] = json::array();
-    CHECK(refusal(feed::parse_result_event(m)) == "unknown field \"outcomes\"");
+    CHECK(feed_refusal(feed::parse_result_event(m)) == "unknown field \"outcomes\"");
 }
 
 TEST_CASE("result event kinds round-trip") {

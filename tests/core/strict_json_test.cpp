@@ -1,4 +1,5 @@
 #include "fulltime/core/strict_json.hpp"
+#include "support/text.hpp"
 
 #include "fulltime/limits.hpp"
 
@@ -10,6 +11,8 @@ using fulltime::json_refusal;
 using fulltime::parse_strict_json;
 using nlohmann::json;
 namespace limits = fulltime::limits;
+
+using fulltime::test::contains;
 
 namespace {
 
@@ -25,10 +28,6 @@ json_refusal refusal(std::string_view text, std::string_view subject = "message"
     auto r = parse_strict_json(text, subject);
     REQUIRE_MESSAGE(!r.has_value(), "expected a refusal of: " << text);
     return r.error();
-}
-
-bool contains(const std::string& haystack, const std::string& needle) {
-    return haystack.find(needle) != std::string::npos;
 }
 
 // `depth` arrays nested in each other around one number.

@@ -56,9 +56,9 @@ verify_error error_of(std::string_view text, std::string_view key = secret,
     return r.error();
 }
 
-/// Returns the error for a correctly signed token carrying `json` verbatim.
-verify_error error_of_payload(std::string_view json) {
-    return error_of(token::detail::sign_payload(json, secret));
+/// Returns the error for a correctly signed token carrying `payload` verbatim.
+verify_error error_of_payload(std::string_view payload) {
+    return error_of(token::detail::sign_payload(payload, secret));
 }
 
 /// Returns `text` with the character at `pos` replaced by a different base64url character.
@@ -382,22 +382,22 @@ TEST_CASE("token: the signature is judged before the expiry") {
 // --- Payload -----------------------------------------------------------------------------------
 
 TEST_CASE("token: a correctly signed payload that is not a JSON object is malformed") {
-    for (std::string_view json :
+    for (std::string_view payload :
          {"", "not json", "{", R"({"k":"admin","o":"ops","e":1700003600)", "[]", "42", "\"admin\"",
           "null", "true", R"([{"k":"admin","o":"ops","e":1700003600}])",
           "{\"k\":\"admin\",\"e\":1700003600}x", "{\"k\":\"adm\xff\",\"e\":1700003600}"}) {
-        CAPTURE(json);
-        CHECK(error_of_payload(json) == verify_error::malformed);
+        CAPTURE(payload);
+        CHECK(error_of_payload(payload) == verify_error::malformed);
     }
 }
 
 TEST_CASE("token: a correctly signed payload with a key twice or a NUL in a name is malformed") {
-    for (std::string_view json : {R"({"k":"account","a":42,"a":7,"e":1700003600})",
-                                  R"({"k":"admin","k":"account","o":"ops","e":1700003600})",
-                                  R"({"k":"admin","o":"ops\u0000root","e":1700003600})",
-                                  R"({"k":"producer","p":"feed\u0000","e":1700003600})"}) {
-        CAPTURE(json);
-        CHECK(error_of_payload(json) == verify_error::malformed);
+    for (std::string_view payload : {R"({"k":"account","a":42,"a":7,"e":1700003600})",
+                                     R"({"k":"admin","k":"account","o":"ops","e":1700003600})",
+                                     R"({"k":"admin","o":"ops\u0000root","e":1700003600})",
+                                     R"({"k":"producer","p":"feed\u0000","e":1700003600})"}) {
+        CAPTURE(payload);
+        CHECK(error_of_payload(payload) == verify_error::malformed);
     }
     // The same payloads without the duplicate or the NUL verify.
     const auto ok = token::verify(
@@ -408,26 +408,26 @@ TEST_CASE("token: a correctly signed payload with a key twice or a NUL in a name
 }
 
 TEST_CASE("token: a correctly signed payload with an unknown kind is malformed") {
-    for (std::string_view json :
+    for (std::string_view payload :
          {R"({"k":"root","e":1700003600})", R"({"k":"Admin","e":1700003600})",
           R"({"k":"","e":1700003600})", R"({"k":"admin ","e":1700003600})"}) {
-        CAPTURE(json);
-        CHECK(error_of_payload(json) == verify_error::malformed);
+        CAPTURE(payload);
+        CHECK(error_of_payload(payload) == verify_error::malformed);
     }
 }
 
 TEST_CASE("token: a correctly signed payload with missing fields is malformed") {
-    for (std::string_view json :
+    for (std::string_view payload :
          {R"({})", R"({"e":1700003600})", R"({"k":"admin"})", R"({"k":"account","e":1700003600})",
           R"({"k":"account","a":42})", R"({"k":"producer","e":1700003600})",
           R"({"a":42,"e":1700003600})"}) {
-        CAPTURE(json);
-        CHECK(error_of_payload(json) == verify_error::malformed);
+        CAPTURE(payload);
+        CHECK(error_of_payload(payload) == verify_error::malformed);
     }
 }
 
 TEST_CASE("token: a correctly signed payload with wrong field types is malformed") {
-    for (std::string_view json : {
+    for (std::string_view payload : {
              R"({"k":1,"e":1700003600})",
              R"({"k":null,"e":1700003600})",
              R"({"k":["admin"],"e":1700003600})",
@@ -447,14 +447,14 @@ TEST_CASE("token: a correctly signed payload with wrong field types is malformed
              R"({"k":"producer","p":["feed"],"e":1700003600})",
              R"({"k":"producer","p":null,"e":1700003600})",
          }) {
-        CAPTURE(json);
-        CHECK(error_of_payload(json) == verify_error::malformed);
+        CAPTURE(payload);
+        CHECK(error_of_payload(payload) == verify_error::malformed);
     }
 }
 
 TEST_CASE("token: a correctly signed payload with invalid values or extra fields is malformed") {
     const std::string too_long(limits::producer_name_bytes_max + 1, 'p');
-    for (const std::string& json : {
+    for (const std::string& payload : {
              std::string(R"({"k":"account","a":0,"e":1700003600})"),
              std::string(R"({"k":"account","a":-1,"e":1700003600})"),
              std::string(R"({"k":"account","a":-9223372036854775808,"e":1700003600})"),
@@ -470,8 +470,8 @@ TEST_CASE("token: a correctly signed payload with invalid values or extra fields
              std::string(R"({"k":"account","a":42,"p":"feed","e":1700003600})"),
              std::string(R"({"k":"producer","p":"feed","a":1,"e":1700003600})"),
          }) {
-        CAPTURE(json);
-        CHECK(error_of_payload(json) == verify_error::malformed);
+        CAPTURE(payload);
+        CHECK(error_of_payload(payload) == verify_error::malformed);
     }
     // The same shapes with valid values are accepted, so the refusals above are about values.
     const std::string exact_long(limits::producer_name_bytes_max, 'p');

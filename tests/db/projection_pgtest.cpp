@@ -258,7 +258,7 @@ void same_pages(const engine& e, std::int64_t first_account, std::int64_t accoun
 /// market 3, and bets placed after it), projected in pages of seven while it goes on. Verify
 /// finds nothing at every step, before the projector catches up too (the bets still in the
 /// outbox after its cursor are left out).
-void scenario(const engine& e) {
+void build_scenario(const engine& e) {
     e.add_market(1, {{11, 20000}, {12, 30000}});
     e.add_market(2, {{21, 20000}, {22, 30000}});
     e.add_market(3, {{31, 20000}, {32, 30000}});
@@ -308,7 +308,7 @@ void scenario(const engine& e) {
 
 TEST_CASE("the projector keeps the read model equal to the write tables, page by page") {
     engine e({});
-    scenario(e);
+    build_scenario(e);
     CHECK(verify(e).empty());
 
     // Compared directly: every bettor's pages, and the market summaries.
@@ -363,7 +363,7 @@ TEST_CASE("a projector page reads by key, even with plans made on a read model t
     // and vacuumed, as a new deployment leaves it), a plan with a sequential scan would read
     // the whole table at every page as the read model grows.
     engine e({});
-    scenario(e);
+    build_scenario(e);
     const auto bets_before = bet_views_rows(e);
     const auto markets_before = market_views_rows(e);
     e.exec("TRUNCATE bet_view_bets, bet_view_results, bet_view_open, market_views");
@@ -646,7 +646,7 @@ TEST_CASE("a settlement step reads the bets by key, even with plans made on tabl
 
 TEST_CASE("applying the outbox again changes nothing") {
     engine e({});
-    scenario(e);
+    build_scenario(e);
     const auto bets_before = bet_views_rows(e);
     const auto markets_before = market_views_rows(e, true);
     REQUIRE_FALSE(bets_before.empty());
@@ -672,7 +672,7 @@ TEST_CASE("applying the outbox again changes nothing") {
 
 TEST_CASE("a rebuild gives the live projection's rows, from the live tables or from empty ones") {
     engine e({});
-    scenario(e);
+    build_scenario(e);
     const auto bets_live = bet_views_rows(e);
     const auto markets_live = market_views_rows(e);
 
@@ -708,7 +708,7 @@ TEST_CASE("a rebuild gives the live projection's rows, from the live tables or f
 
 TEST_CASE("verify reports the rows that were broken on purpose") {
     engine e({});
-    scenario(e);
+    build_scenario(e);
     REQUIRE(verify(e).empty());
     const auto settled = e.scalar("SELECT min(bet_id) FROM bet_views WHERE version IS NOT NULL");
     const auto open = e.scalar("SELECT min(bet_id) FROM bet_views WHERE version IS NULL");

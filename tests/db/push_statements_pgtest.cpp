@@ -39,7 +39,7 @@ awaitable<std::unique_ptr<db::connection>> migrated(std::string url) {
 }
 
 /// Returns the first column of the first row of `sql` as text.
-awaitable<std::string> scalar(db::connection& conn, std::string sql, db::params args = {}) {
+awaitable<std::string> text_scalar(db::connection& conn, std::string sql, db::params args = {}) {
     auto r = co_await conn.query(std::move(sql), std::move(args));
     FT_REQUIRE_OK(r);
     REQUIRE(r->rows() >= 1);
@@ -69,7 +69,7 @@ awaitable<std::vector<db::outbox_cursor>> write_rows(db::connection& conn, std::
 awaitable<void> wait_xmin_past(db::connection& conn, std::string xact_id) {
     const auto until = steady::now() + 30s;
     for (;;) {
-        const auto past = co_await scalar(
+        const auto past = co_await text_scalar(
             conn, "SELECT pg_snapshot_xmin(pg_current_snapshot()) > $1::xid8", db::params(xact_id));
         if (past == "t") {
             co_return;
@@ -93,7 +93,7 @@ awaitable<std::vector<std::int64_t>> page_ids(db::connection& conn, db::outbox_c
 }
 
 awaitable<std::int64_t> outbox_rows(db::connection& conn) {
-    co_return std::stoll(co_await scalar(conn, "SELECT count(*) FROM outbox"));
+    co_return std::stoll(co_await text_scalar(conn, "SELECT count(*) FROM outbox"));
 }
 
 awaitable<void> set_cursor(db::connection& conn, std::string consumer, db::outbox_cursor at) {
@@ -108,21 +108,21 @@ awaitable<void> created_at_the_tail(std::string url) {
     const auto history = co_await write_rows(*conn, 3);
     co_await wait_xmin_past(*conn, history.back().xact_id);
     const auto xmin_before =
-        std::stoull(co_await scalar(*conn, "SELECT pg_snapshot_xmin(pg_current_snapshot())"));
+        std::stoull(co_await text_scalar(*conn, "SELECT pg_snapshot_xmin(pg_current_snapshot())"));
 
     auto opened = co_await db::open_outbox_cursor(*conn, "push");
     FT_REQUIRE_OK(opened);
     const auto xmin_after =
-        std::stoull(co_await scalar(*conn, "SELECT pg_snapshot_xmin(pg_current_snapshot())"));
+        std::stoull(co_await text_scalar(*conn, "SELECT pg_snapshot_xmin(pg_current_snapshot())"));
     // After the last possible row of the transaction before the xmin it was created with.
     const auto cursor_xact = std::stoull(opened->xact_id);
     CHECK(cursor_xact + 1 >= xmin_before);
     CHECK(cursor_xact + 1 <= xmin_after);
     CHECK(opened->outbox_id == id_max);
-    const auto row =
-        co_await scalar(*conn,
-                        "SELECT last_xact_id::text || ' ' || last_outbox_id FROM outbox_cursors "
-                        "WHERE consumer = 'push'");
+    const auto row = co_await text_scalar(
+        *conn,
+        "SELECT last_xact_id::text || ' ' || last_outbox_id FROM outbox_cursors "
+        "WHERE consumer = 'push'");
     CHECK(row == opened->xact_id + " " + std::to_string(id_max));
 
     // The rows written before are history; a row written after is the first one read.
@@ -147,7 +147,7 @@ awaitable<void> stored_and_read_back(std::string url) {
     CHECK(again->outbox_id == rows[2].outbox_id);
     const auto ids = co_await page_ids(*conn, *again, rows.back().xact_id);
     CHECK(ids == std::vector<std::int64_t>{rows[3].outbox_id, rows[4].outbox_id});
-    const auto consumers = co_await scalar(*conn, "SELECT count(*) FROM outbox_cursors");
+    const auto consumers = co_await text_scalar(*conn, "SELECT count(*) FROM outbox_cursors");
     CHECK(consumers == "1");
 
     // A consumer without a row stores nothing and says so.
@@ -175,7 +175,7 @@ awaitable<void> creators_agree(std::string url) {
         CHECK(c.xact_id == cursors.front().xact_id);
         CHECK(c.outbox_id == cursors.front().outbox_id);
     }
-    const auto consumers = co_await scalar(*conn, "SELECT count(*) FROM outbox_cursors");
+    const auto consumers = co_await text_scalar(*conn, "SELECT count(*) FROM outbox_cursors");
     CHECK(consumers == "1");
 
     // A row another process created first is the one read, whatever the tail is now.
@@ -215,7 +215,7 @@ awaitable<void> purges_below_the_lowest_cursor(std::string url) {
     CHECK(batches == std::vector<std::int64_t>{10, 10, 10, 10, 1, 0});
     const auto left = co_await outbox_rows(*conn);
     CHECK(left == 59);
-    const auto oldest = co_await scalar(*conn, "SELECT min(outbox_id) FROM outbox");
+    const auto oldest = co_await text_scalar(*conn, "SELECT min(outbox_id) FROM outbox");
     CHECK(oldest == std::to_string(keys[41].outbox_id));
 
     // b reads on to the end of a transaction (the tail's form: the last possible id): now a's
@@ -225,7 +225,7 @@ awaitable<void> purges_below_the_lowest_cursor(std::string url) {
     auto deleted = co_await db::purge_outbox(*conn, 1000);
     FT_REQUIRE_OK(deleted);
     CHECK(*deleted == 73 - 41);
-    const auto oldest_now = co_await scalar(*conn, "SELECT min(outbox_id) FROM outbox");
+    const auto oldest_now = co_await text_scalar(*conn, "SELECT min(outbox_id) FROM outbox");
     CHECK(oldest_now == std::to_string(keys[73].outbox_id));
 }
 
@@ -239,7 +239,7 @@ awaitable<void> purge_walks_the_key(std::string url) {
         }
     }
     FT_AWAIT_OK(co_await conn->query("ANALYZE outbox"));
-    const auto middle = co_await scalar(
+    const auto middle = co_await text_scalar(
         *conn, "SELECT xact_id::text FROM outbox ORDER BY xact_id, outbox_id OFFSET 50000 LIMIT 1");
     const db::outbox_cursor half{middle, 0};
     co_await set_cursor(*conn, "push", half);
@@ -251,14 +251,14 @@ awaitable<void> purge_walks_the_key(std::string url) {
     FT_REQUIRE_OK(deleted);
     CHECK(*deleted == 1000);
     // The outbox is partitioned (docs/schema.md, "Time partitions"): its partitions are scanned.
-    const auto scans = co_await scalar(
+    const auto scans = co_await text_scalar(
         *purger,
         "SELECT sum(seq_scan) || ' ' || (sum(idx_scan) > 0) FROM pg_stat_xact_user_tables "
         "WHERE relid IN (SELECT relid FROM pg_partition_tree('outbox') WHERE isleaf)");
     CHECK(scans == "0 true");
     FT_AWAIT_OK(co_await purger->query("COMMIT"));
     // The oldest thousand: the first transaction's rows.
-    const auto oldest = co_await scalar(*conn, "SELECT min(outbox_id) FROM outbox");
+    const auto oldest = co_await text_scalar(*conn, "SELECT min(outbox_id) FROM outbox");
     CHECK(oldest == std::to_string(first.back().outbox_id + 1));
     const auto left = co_await outbox_rows(*conn);
     CHECK(left == 99'000);

@@ -35,9 +35,9 @@ void feed_wallet_config(fulltime::config& cfg) {
 
 // The gateway with the feed and the operator routes on the engine's pools
 // (tests/support/engine_fixture.hpp).
-class engine : public fulltime::test::engine {
+class wallet_engine : public fulltime::test::engine {
 public:
-    engine()
+    wallet_engine()
         : fulltime::test::engine({.gateway = true, .feed = true, .operator_routes = true},
                                  feed_wallet_config) {}
 
@@ -125,7 +125,7 @@ json get_account(std::uint16_t port, std::int64_t account) {
 }  // namespace
 
 TEST_CASE("feed over WebSocket creates a market with its event and selections and shard rows") {
-    engine e;
+    wallet_engine e;
     auto c = open_feed(e.port());
     json m = market_message();
     m["event_name"] = "Lyon - Nantes";
@@ -167,7 +167,7 @@ TEST_CASE("feed over WebSocket creates a market with its event and selections an
 }
 
 TEST_CASE("a market message for an existing market updates what may change and refuses the rest") {
-    engine e;
+    wallet_engine e;
     auto c = open_feed(e.port());
     REQUIRE(round_trip(c, market_message())["type"] == "ack");
 
@@ -252,7 +252,7 @@ TEST_CASE("a market message for an existing market updates what may change and r
 }
 
 TEST_CASE("odds and suspend and resume change one market and a closed market stays closed") {
-    engine e;
+    wallet_engine e;
     auto c = open_feed(e.port());
     REQUIRE(round_trip(c, market_message())["type"] == "ack");
     REQUIRE(round_trip(c, market_message(200))["type"] == "ack");
@@ -305,7 +305,7 @@ TEST_CASE("odds and suspend and resume change one market and a closed market sta
 }
 
 TEST_CASE("bad feed input gets a clear error and the connection stays usable") {
-    engine e;
+    wallet_engine e;
     auto c = open_feed(e.port());
     json r = round_trip_text(c, "{not json");
     CHECK(r["code"] == "invalid_json");
@@ -345,7 +345,7 @@ TEST_CASE("bad feed input gets a clear error and the connection stays usable") {
 }
 
 TEST_CASE("POST /v1/feed takes one message with a producer token") {
-    engine e;
+    wallet_engine e;
     auto r = post_feed(e.port(), market_message().dump());
     CHECK(r.status == 200);
     CHECK(json::parse(r.body) ==
@@ -398,7 +398,7 @@ TEST_CASE("POST /v1/feed takes one message with a producer token") {
 }
 
 TEST_CASE("accounts are created once and read from the primary") {
-    engine e;
+    wallet_engine e;
     auto r = admin_post(e.port(), "/v1/accounts", json{{"account_id", 42}, {"currency", "EUR"}});
     CHECK(r.status == 201);
     CHECK(json::parse(r.body) == json{{"account_id", 42},
@@ -452,7 +452,7 @@ TEST_CASE("accounts are created once and read from the primary") {
 }
 
 TEST_CASE("a deposit key moves money exactly once and refuses another amount") {
-    engine e;
+    wallet_engine e;
     REQUIRE(
         admin_post(e.port(), "/v1/accounts", json{{"account_id", 1}, {"currency", "EUR"}}).status ==
         201);
@@ -502,7 +502,7 @@ TEST_CASE("a deposit key moves money exactly once and refuses another amount") {
 }
 
 TEST_CASE("the Idempotency-Key header is a deposit's key, and a body naming another is refused") {
-    engine e;
+    wallet_engine e;
     REQUIRE(
         admin_post(e.port(), "/v1/accounts", json{{"account_id", 7}, {"currency", "EUR"}}).status ==
         201);
@@ -540,7 +540,7 @@ TEST_CASE("the Idempotency-Key header is a deposit's key, and a body naming anot
 }
 
 TEST_CASE("concurrent deposits make one transfer per key") {
-    engine e;
+    wallet_engine e;
     REQUIRE(
         admin_post(e.port(), "/v1/accounts", json{{"account_id", 7}, {"currency", "EUR"}}).status ==
         201);
@@ -585,7 +585,7 @@ TEST_CASE("concurrent deposits make one transfer per key") {
 }
 
 TEST_CASE("a withdrawal above available is refused and changes nothing") {
-    engine e;
+    wallet_engine e;
     REQUIRE(
         admin_post(e.port(), "/v1/accounts", json{{"account_id", 3}, {"currency", "GBP"}}).status ==
         201);
@@ -617,7 +617,7 @@ TEST_CASE("a withdrawal above available is refused and changes nothing") {
 }
 
 TEST_CASE("bad amounts and keys are refused with a clear message") {
-    engine e;
+    wallet_engine e;
     REQUIRE(
         admin_post(e.port(), "/v1/accounts", json{{"account_id", 4}, {"currency", "EUR"}}).status ==
         201);
@@ -650,7 +650,7 @@ TEST_CASE("bad amounts and keys are refused with a clear message") {
 }
 
 TEST_CASE("a deposit waiting on a held balance row retries then answers busy and writes nothing") {
-    engine e;
+    wallet_engine e;
     REQUIRE(
         admin_post(e.port(), "/v1/accounts", json{{"account_id", 5}, {"currency", "EUR"}}).status ==
         201);

@@ -41,9 +41,9 @@ struct hook_calls {
 
 // The gateway with the feed on the engine's pools (tests/support/engine_fixture.hpp), its
 // result-event hook recording the markets it is told about instead of waking settlement.
-class engine : public fulltime::test::engine {
+class result_feed_engine : public fulltime::test::engine {
 public:
-    engine() : engine(std::make_shared<hook_calls>()) {}
+    result_feed_engine() : result_feed_engine(std::make_shared<hook_calls>()) {}
 
     std::string metrics() const { return fulltime::test::http_get(port(), "/metrics").body; }
 
@@ -67,7 +67,7 @@ public:
     }
 
 private:
-    explicit engine(std::shared_ptr<hook_calls> calls)
+    explicit result_feed_engine(std::shared_ptr<hook_calls> calls)
         : fulltime::test::engine({.gateway = true,
                                   .feed = true,
                                   .on_result_event =
@@ -146,7 +146,7 @@ json ack(const json& id, std::int64_t market_id, int seq, const std::string& key
 }  // namespace
 
 TEST_CASE("a result over WebSocket is stored once and acknowledged and a resend is a duplicate") {
-    engine e;
+    result_feed_engine e;
     auto c = open_feed(e.port());
     REQUIRE(round_trip(c, market_message())["type"] == "ack");
     REQUIRE(round_trip(c, market_message(200))["type"] == "ack");
@@ -197,7 +197,7 @@ TEST_CASE("a result over WebSocket is stored once and acknowledged and a resend 
 }
 
 TEST_CASE("result events that clash with a stored event are refused as conflicts") {
-    engine e;
+    result_feed_engine e;
     auto c = open_feed(e.port());
     REQUIRE(round_trip(c, market_message())["type"] == "ack");
     REQUIRE(round_trip(c, result_message())["duplicate"] == false);
@@ -243,7 +243,7 @@ TEST_CASE("result events that clash with a stored event are refused as conflicts
 }
 
 TEST_CASE("result events for unknown markets or selections and invalid ones write nothing") {
-    engine e;
+    result_feed_engine e;
     auto c = open_feed(e.port());
     REQUIRE(round_trip(c, market_message())["type"] == "ack");
     REQUIRE(round_trip(c, market_message(200))["type"] == "ack");
@@ -299,7 +299,7 @@ TEST_CASE("result events for unknown markets or selections and invalid ones writ
 }
 
 TEST_CASE("cancel and rollback events store their normalised window") {
-    engine e;
+    result_feed_engine e;
     auto c = open_feed(e.port());
     REQUIRE(round_trip(c, market_message())["type"] == "ack");
 
@@ -357,7 +357,7 @@ TEST_CASE("cancel and rollback events store their normalised window") {
 }
 
 TEST_CASE("POST /v1/feed takes result events with HTTP statuses") {
-    engine e;
+    result_feed_engine e;
     REQUIRE(post_feed(e.port(), market_message()).status == 200);
 
     // The producer named in the token is stored with the event.
@@ -433,7 +433,7 @@ TEST_CASE("POST /v1/feed takes result events with HTTP statuses") {
 }
 
 TEST_CASE("concurrent sends of one result event store it once") {
-    engine e;
+    result_feed_engine e;
     REQUIRE(post_feed(e.port(), market_message()).status == 200);
     constexpr int requests = 12;
     std::vector<std::future<fulltime::test::http_reply>> replies;
@@ -455,7 +455,7 @@ TEST_CASE("concurrent sends of one result event store it once") {
 }
 
 TEST_CASE("a result waiting on a locked market row answers busy and writes nothing") {
-    engine e;
+    result_feed_engine e;
     REQUIRE(post_feed(e.port(), market_message()).status == 200);
     std::unique_ptr<PGconn, decltype(&PQfinish)> holder(PQconnectdb(e.url().c_str()), &PQfinish);
     REQUIRE(PQstatus(holder.get()) == CONNECTION_OK);
@@ -486,7 +486,7 @@ TEST_CASE("a result waiting on a locked market row answers busy and writes nothi
 }
 
 TEST_CASE("a throwing result-event hook does not cost the producer its ack") {
-    engine e;
+    result_feed_engine e;
     e.make_hook_throw();
     auto c = open_feed(e.port());
     REQUIRE(round_trip(c, market_message())["type"] == "ack");

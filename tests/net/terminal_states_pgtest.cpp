@@ -52,9 +52,9 @@ void terminal_states_config(fulltime::config& cfg) {
 
 // The gateway (feed, market routes) and the settlement actors, as serve_command wires them
 // (tests/support/engine_fixture.hpp).
-class engine : public fulltime::test::engine {
+class terminal_engine : public fulltime::test::engine {
 public:
-    engine()
+    terminal_engine()
         : fulltime::test::engine(
               {.gateway = true, .feed = true, .market_routes = true, .settlement = true},
               terminal_states_config) {}
@@ -143,7 +143,8 @@ const json win_101 = {{"outcomes", json::array({{{"selection_id", 101}, {"result
 
 // Seven bets over accounts 1..4 on the market of first_selection and first_selection + 1
 // (market 1: 101, 102): more than two batches of 3.
-void seven_bets(engine& e, std::int64_t first_selection = 101, const std::string& prefix = "b") {
+void seven_bets(terminal_engine& e, std::int64_t first_selection = 101,
+                const std::string& prefix = "b") {
     for (int i = 1; i <= 7; ++i) {
         e.place(1 + i % 4, prefix + std::to_string(i), first_selection + i % 2, 100 * i);
     }
@@ -154,7 +155,7 @@ void seven_bets(engine& e, std::int64_t first_selection = 101, const std::string
 TEST_CASE(
     "the reservation deadline: settle_deadline_at plus grace, else created_at plus the "
     "default") {
-    engine e;
+    terminal_engine e;
     e.add_market(1, {101, 102}, "2030-01-01T12:00:00Z");
     e.add_market(2, {201});
     // Grace 600 s from the config.
@@ -169,7 +170,7 @@ TEST_CASE(
 }
 
 TEST_CASE("terminal states over the feed: each records its code and moves no money") {
-    engine e;
+    terminal_engine e;
     e.add_market(1, {101, 102});
     e.fund(1, 4, 100000);
     seven_bets(e);
@@ -245,7 +246,7 @@ TEST_CASE("terminal states over the feed: each records its code and moves no mon
 }
 
 TEST_CASE("void-overdue voids only open bets, refunds their stakes, once") {
-    engine e;
+    terminal_engine e;
     e.add_market(1, {101, 102}, "2030-01-01T12:00:00Z");
     e.fund(1, 4, 100000);
     seven_bets(e);
@@ -322,7 +323,7 @@ TEST_CASE("void-overdue voids only open bets, refunds their stakes, once") {
 }
 
 TEST_CASE("void-overdue after a cancel, and a void that finds its bets gone when it applies") {
-    engine e;
+    terminal_engine e;
     e.add_market(1, {101, 102}, "2000-01-01T00:00:00Z");
     e.fund(1, 4, 100000);
     seven_bets(e);
@@ -357,7 +358,7 @@ TEST_CASE("void-overdue after a cancel, and a void that finds its bets gone when
 }
 
 TEST_CASE("the sweeper opens one incident per overdue market, updates it, and resolves it") {
-    engine e;
+    terminal_engine e;
     e.add_market(1, {101, 102}, "2000-01-01T00:00:00Z");  // overdue, open bets
     e.add_market(2, {201, 202}, "2000-01-01T00:00:00Z");  // overdue, open bets
     e.add_market(3, {301, 302}, "2099-01-01T00:00:00Z");  // not due

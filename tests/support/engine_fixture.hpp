@@ -9,6 +9,7 @@
 #include "fulltime/config/config.hpp"
 #include "fulltime/core/token.hpp"
 #include "support/http_client.hpp"
+#include "support/text.hpp"
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -209,11 +210,6 @@ header_list bearer(const std::string& bearer_token);
 header_list bearer(token::kind kind, const std::string& producer = "feed-1");
 /// Opens a WebSocket on `target` and requires the upgrade to succeed.
 ws_client open_ws(std::uint16_t port, const std::string& target, const header_list& headers);
-
-/// Returns whether `haystack` contains `needle`.
-inline bool contains(const std::string& haystack, const std::string& needle) {
-    return haystack.find(needle) != std::string::npos;
-}
 
 /// Polls `condition` every `poll` until it holds or `timeout` passes, then returns it. For
 /// conditions that only the database or another process can tell (nothing to wait on here).

@@ -75,6 +75,10 @@ inline std::string_view operator_of(const http_request& request) noexcept {
 /// `code` is from the same list as the WebSocket errors' `code` (docs/protocol.md, "Errors").
 http_response problem(unsigned status, std::string_view code, std::string_view detail);
 
+/// Returns a `status` response with `body` as the wire writes JSON (net/ws_message.hpp's
+/// to_wire: compact, invalid UTF-8 replaced).
+http_response json_response(unsigned status, const nlohmann::json& body);
+
 /// Returns `body` parsed as client JSON (parse_strict_json: one document, no duplicate key, no
 /// NUL), or the 400 problem that refuses it: invalid_json, or invalid_request naming the key.
 boost::system::result<nlohmann::json, http_response> parse_body(std::string_view body);
